@@ -1,0 +1,67 @@
+"""One exception family for everything a user can get wrong in a guard.
+
+A ``GuardError`` knows where (line, column, the source line) and what was
+expected, in words; ``str()`` renders the message with a caret under the
+offending character, which is what the CLI prints.
+"""
+
+from __future__ import annotations
+
+
+class GuardError(Exception):
+    """A guard that does not parse, resolve or check."""
+
+    def __init__(self, message: str, source: str = "", line: int = 0, column: int = 0,
+                 width: int = 1, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.source = source
+        self.line = line
+        self.column = column
+        self.width = max(1, width)
+        self.hint = hint
+
+    @classmethod
+    def at_offset(cls, message: str, source: str, offset: int, width: int = 1,
+                  hint: str | None = None) -> "GuardError":
+        line, column = line_column(source, offset)
+        return cls(message, source, line, column, width, hint)
+
+    @property
+    def source_line(self) -> str:
+        lines = self.source.splitlines() or [""]
+        if 1 <= self.line <= len(lines):
+            return lines[self.line - 1]
+        return ""
+
+    def render(self, origin: str = "guard") -> str:
+        """The full human message: where, what, the line and a caret."""
+        if not self.line:
+            text = f"{origin}: error: {self.message}"
+        else:
+            text = f"{origin}:{self.line}:{self.column}: error: {self.message}"
+            shown = self.source_line.expandtabs(1)
+            caret = " " * (self.column - 1) + "^" * min(self.width, max(1, len(shown) - self.column + 1))
+            text += f"\n  {shown}\n  {caret}"
+        if self.hint:
+            text += f"\n  hint: {self.hint}"
+        return text
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class ResolveError(GuardError):
+    """A guard that parses but names something the schema does not know."""
+
+
+class EvaluationError(Exception):
+    """A guard could not be evaluated (e.g. a user predicate raised)."""
+
+
+def line_column(source: str, offset: int) -> tuple[int, int]:
+    """1-based line and column of a 0-based character offset."""
+    offset = max(0, min(offset, len(source)))
+    line = source.count("\n", 0, offset) + 1
+    column = offset - (source.rfind("\n", 0, offset) + 1) + 1
+    return line, column

@@ -1,0 +1,144 @@
+"""Name resolution: which identifiers are lifelines, variables, symbols and
+predicates, checked against a schema, with did-you-mean suggestions.
+
+A bare identifier is a variable when the schema declares it and otherwise
+a symbol (the string of its name), so ``status != failed`` reads naturally.
+A schema that lists its symbols is closed: any other bare name is an error.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+import attrs
+
+from . import ast
+from .errors import GuardError, ResolveError
+from .predicates import DEFAULT, Registry
+
+
+@attrs.frozen
+class Schema:
+    """What a guard may name.  ``None`` means "not known, accept anything"."""
+
+    lifelines: tuple[str, ...] | None = None
+    variables: frozenset[str] | None = None
+    symbols: frozenset[str] | None = None
+    predicates: Registry = attrs.field(default=DEFAULT, eq=False)
+
+    @classmethod
+    def from_dict(cls, data, origin: str = "schema") -> "Schema":
+        """Read ``{"lifelines": [...], "vars": {...} or [...], "symbols": [...]}``."""
+        if not isinstance(data, dict):
+            raise GuardError(f"{origin}: expected a JSON object with lifelines, vars and symbols")
+        unknown = sorted(set(data) - {"lifelines", "vars", "symbols"})
+        if unknown:
+            raise GuardError(f"{origin}: unknown key {unknown[0]!r} (keys are lifelines, vars, symbols)")
+        return cls(
+            lifelines=_names(data, "lifelines", origin, tuple),
+            variables=_names(data, "vars", origin, frozenset),
+            symbols=_names(data, "symbols", origin, frozenset),
+        )
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Schema":
+        try:
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as error:
+            raise GuardError(f"{path}: cannot read the schema: {error.strerror}") from None
+        except (ValueError, UnicodeDecodeError) as error:
+            raise GuardError(f"{path}: the schema is not JSON: {error}") from None
+        return cls.from_dict(data, str(path))
+
+
+def _names(data: dict, key: str, origin: str, kind):
+    if key not in data:
+        return None
+    value = data[key]
+    names = list(value) if isinstance(value, (dict, list)) else None
+    if names is None or not all(isinstance(n, str) and n.isidentifier() for n in names):
+        raise GuardError(f"{origin}: '{key}' must be a list (or object) of identifiers")
+    return kind(names)
+
+
+def resolve(formula: ast.Formula, schema: Schema, source: str = "") -> ast.Formula:
+    """Check every name against ``schema``; bare undeclared names become symbols."""
+    return _Resolver(schema, source).formula(formula)
+
+
+class _Resolver:
+    def __init__(self, schema: Schema, source: str):
+        self.schema = schema
+        self.source = source
+
+    def fail(self, node, message: str, hint: str | None = None, word: str = "") -> ResolveError:
+        """An error underlining ``word`` inside ``node`` (or the whole node)."""
+        span = node.span
+        if span is None:
+            return ResolveError(message, hint=hint)
+        found = self.source.find(word, span.start, span.end) if word else -1
+        if found < 0:
+            return ResolveError(message, self.source, span.line, span.column,
+                                span.end - span.start, hint)
+        return ResolveError.at_offset(message, self.source, found, len(word), hint)
+
+    def lifeline(self, node, name: str) -> None:
+        known = self.schema.lifelines
+        if known is not None and name not in known:
+            raise self.fail(node, f"unknown lifeline '{name}'" + _did_you_mean(name, known),
+                            hint=f"known lifelines: {', '.join(known) or '(none)'}", word=name)
+
+    def formula(self, node):
+        kind = type(node)
+        if kind in (ast.At, ast.Seen):
+            self.lifeline(node, node.lifeline)
+        if kind is ast.Pred:
+            self.predicate(node)
+            return attrs.evolve(node, args=tuple(self.term(a) for a in node.args))
+        if kind is ast.Compare:
+            return attrs.evolve(node, left=self.term(node.left), right=self.term(node.right))
+        if kind is ast.Truth:
+            return attrs.evolve(node, term=self.term(node.term))
+        fields = [f for f in ("left", "right", "body") if hasattr(node, f)]
+        return attrs.evolve(node, **{f: self.formula(getattr(node, f)) for f in fields})
+
+    def predicate(self, node: ast.Pred) -> None:
+        entry = self.schema.predicates.get(node.name)
+        if entry is None:
+            raise self.fail(node, f"unknown predicate '{node.name}'"
+                            + _did_you_mean(node.name, self.schema.predicates.names()),
+                            hint=f"known predicates: {', '.join(self.schema.predicates.names())}",
+                            word=node.name)
+        if entry.arity != len(node.args):
+            plural = "" if entry.arity == 1 else "s"
+            raise self.fail(node, f"predicate '{node.name}' takes {entry.arity} argument{plural}, "
+                                  f"but {len(node.args)} given")
+
+    def term(self, term):
+        variables = self.schema.variables
+        if isinstance(term, ast.Remote):
+            self.lifeline(term, term.lifeline)
+            if variables is not None and term.name not in variables:
+                raise self.fail(term, f"unknown variable '{term.name}' in @{term.lifeline}."
+                                      f"{term.name}" + _did_you_mean(term.name, variables),
+                                word="." + term.name)
+            return term
+        if not isinstance(term, (ast.Var, ast.Symbol)) or variables is None:
+            return term
+        if term.name in variables:
+            return ast.Var(term.name, span=term.span)
+        symbols = self.schema.symbols
+        if symbols is None or term.name in symbols:
+            return ast.Symbol(term.name, span=term.span)
+        raise self.fail(term, f"unknown name '{term.name}': neither a declared variable nor a symbol"
+                              + _did_you_mean(term.name, variables | symbols))
+
+
+def _did_you_mean(name: str, candidates) -> str:
+    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
+    if not close:
+        lowered = {c.lower(): c for c in candidates}
+        close = [lowered[name.lower()]] if name.lower() in lowered else []
+    return f"; did you mean '{close[0]}'?" if close else ""

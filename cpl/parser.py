@@ -1,0 +1,260 @@
+"""Text → AST.  Lark does the parsing; this module turns its trees into
+frozen AST values and its exceptions into ``GuardError`` with words a
+person can act on ("expected a term after '=='", "unclosed '('")."""
+
+from __future__ import annotations
+
+import functools
+import math
+from pathlib import Path
+
+import lark
+from lark import Transformer, v_args
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+
+from . import ast
+from .errors import GuardError
+
+_KEYWORDS = {"S", "SINCE", "Y", "P", "O", "H", "SEEN", "TRUE", "FALSE", "NULL", "AND", "OR", "NOT"}
+_WORDS = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string",
+          "COMPARE": "a comparison operator", "$END": "the end of the guard"}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+
+
+@functools.lru_cache(maxsize=None)
+def _lark() -> lark.Lark:
+    grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
+    return lark.Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True,
+                     maybe_placeholders=True)
+
+
+def parse(text: str) -> ast.Formula:
+    """Parse guard text; raise ``GuardError`` (never a Lark exception)."""
+    if not isinstance(text, str):
+        raise GuardError(f"a guard must be text, not {type(text).__name__}")
+    if not text.strip():
+        raise GuardError("the guard is empty; expected a formula", text, 1, 1)
+    try:
+        tree = _lark().parse(text)
+        return _Builder(text).transform(tree)
+    except VisitError as error:  # raised inside the builder
+        if isinstance(error.orig_exc, GuardError):
+            raise error.orig_exc from None
+        raise GuardError(f"cannot read the guard: {error.orig_exc}", text, 1, 1) from None
+    except UnexpectedInput as error:
+        raise _explain(text, error) from None
+    except RecursionError:
+        raise GuardError("the guard is nested too deeply to read", text, 1, 1) from None
+
+
+# ------------------------------------------------------------ tree → AST
+
+
+def _span(meta) -> ast.Span | None:
+    if getattr(meta, "empty", True):
+        return None
+    return ast.Span(meta.line, meta.column, meta.start_pos, meta.end_pos)
+
+
+def _token_span(token) -> ast.Span:
+    return ast.Span(token.line, token.column, token.start_pos, token.end_pos)
+
+
+@v_args(meta=True)
+class _Builder(Transformer):
+    def __init__(self, text: str):
+        super().__init__()
+        self._text = text
+
+    def _fail(self, message: str, token) -> GuardError:
+        return GuardError.at_offset(message, self._text, token.start_pos,
+                                    token.end_pos - token.start_pos)
+
+    # terms
+    def var(self, meta, children):
+        (name,) = children
+        return ast.Var(str(name), span=_token_span(name))
+
+    def remote(self, meta, children):
+        lifeline, name = children
+        return ast.Remote(str(lifeline), str(name), span=_span(meta))
+
+    def number(self, meta, children):
+        (token,) = children
+        text = str(token)
+        if any(c in text for c in ".eE"):
+            value = float(text)
+            if not math.isfinite(value):
+                raise self._fail(f"number {text} is out of range", token)
+        else:
+            value = int(text)
+        return ast.Const(value, span=_token_span(token))
+
+    def string(self, meta, children):
+        (token,) = children
+        return ast.Const(self._unescape(token), span=_token_span(token))
+
+    def true(self, meta, children):
+        return ast.Const(True, span=_span(meta))
+
+    def false(self, meta, children):
+        return ast.Const(False, span=_span(meta))
+
+    def null(self, meta, children):
+        return ast.Const(None, span=_span(meta))
+
+    def _unescape(self, token) -> str:
+        body, out, i = str(token)[1:-1], [], 0
+        while i < len(body):
+            char = body[i]
+            if char != "\\":
+                out.append(char)
+                i += 1
+                continue
+            code = body[i + 1]
+            if code in _ESCAPES:
+                out.append(_ESCAPES[code])
+                i += 2
+            elif code == "u" and len(body) >= i + 6 and _is_hex(body[i + 2:i + 6]):
+                out.append(chr(int(body[i + 2:i + 6], 16)))
+                i += 6
+            else:
+                offset = token.start_pos + 1 + i
+                raise GuardError.at_offset(
+                    f"unknown escape '\\{code}' in a string", self._text, offset, 2,
+                    hint="escapes are \\\\ \\\" \\' \\n \\t \\r \\0 and \\uXXXX")
+        return "".join(out)
+
+    # formulas
+    def compare(self, meta, children):
+        left, op, right = children
+        return ast.Compare(str(op), left, right, span=_span(meta))
+
+    def pred(self, meta, children):
+        name, *args = children
+        return ast.Pred(str(name), tuple(a for a in args if a is not None), span=_span(meta))
+
+    def truth(self, meta, children):
+        (term,) = children
+        if isinstance(term, ast.Const) and isinstance(term.value, bool):
+            return ast.Bool(term.value, span=_span(meta))
+        return ast.Truth(term, span=_span(meta))
+
+    def at(self, meta, children):
+        lifeline, body = children
+        return ast.At(str(lifeline), body, span=_span(meta))
+
+    def seen(self, meta, children):
+        (lifeline,) = children
+        return ast.Seen(str(lifeline), span=_span(meta))
+
+    def _unary(cls):
+        return lambda self, meta, children: cls(children[0], span=_span(meta))
+
+    def _binary(cls):
+        return lambda self, meta, children: cls(children[0], children[1], span=_span(meta))
+
+    not_ = _unary(ast.Not)
+    prev = _unary(ast.Prev)
+    past = _unary(ast.Past)
+    once = _unary(ast.Once)
+    hist = _unary(ast.Hist)
+    since = _binary(ast.Since)
+    and_ = _binary(ast.And)
+    or_ = _binary(ast.Or)
+    implies = _binary(ast.Implies)
+    del _unary, _binary
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+# ------------------------------------------------------ errors in words
+
+
+def _describe(terminal: str) -> str:
+    if terminal in _WORDS:
+        return _WORDS[terminal]
+    for definition in _lark().terminals:
+        if definition.name == terminal:
+            return f"'{definition.pattern.value}'"
+    return terminal.lower()
+
+
+def _tokens_before(text: str, offset: int) -> list:
+    try:
+        return list(_lark().lex(text[:offset]))
+    except UnexpectedInput:
+        return []
+
+
+def _open_paren(tokens) -> object | None:
+    """The innermost '(' still open among ``tokens``."""
+    stack = []
+    for token in tokens:
+        if token.type == "LPAR":
+            stack.append(token)
+        elif token.type == "RPAR" and stack:
+            stack.pop()
+    return stack[-1] if stack else None
+
+
+def _explain(text: str, error: UnexpectedInput) -> GuardError:
+    if isinstance(error, UnexpectedCharacters):
+        return _bad_character(text, error.pos_in_stream)
+    assert isinstance(error, UnexpectedToken)
+    token, expected = error.token, set(error.expected)
+    at_end = token.type == "$END"
+    offset = len(text.rstrip()) if at_end else token.start_pos
+    width = 1 if at_end else max(1, len(str(token)))
+    before = _tokens_before(text, offset)
+    previous = f" after '{before[-1]}'" if before else ""
+    found = "the guard ends" if at_end else f"found '{token}'"
+    opened = _open_paren(before)
+    hint = None
+    if opened is not None:
+        hint = f"the '(' at line {opened.line}, column {opened.column} is still open"
+
+    keyword = token.type in _KEYWORDS and "NAME" in expected
+    if keyword:
+        hint = f"'{token}' is a keyword and cannot be used as a name"
+    if before and before[-1].type == "AT":
+        message = f"expected a lifeline name after '@', but {found}"
+    elif before and before[-1].type == "DOT":
+        message = f"expected a variable name after '.', but {found}"
+    elif "BANG" in expected:
+        message = f"expected a formula{previous}, but {found}"
+    elif "NUMBER" in expected:
+        message = f"expected a term{previous}, but {found}"
+    elif at_end and opened is not None and "RPAR" in expected:
+        message, hint = f"unclosed '(' (opened at line {opened.line}, column {opened.column})", None
+    elif token.type == "RPAR" and opened is None:
+        message = "unmatched ')'"
+    elif expected & {"AND", "OR", "S"}:
+        closing = ", '->' or ')'" if "RPAR" in expected else " or '->'"
+        message = (f"unexpected '{token}'{previous}; expected an operator such as "
+                   f"'&&', '||', 'S'{closing}")
+    else:
+        wanted = sorted({_describe(name) for name in expected if name != "$END"})
+        if "$END" in expected:
+            wanted.append("the end of the guard")
+        listing = ", ".join(wanted[:-1]) + (" or " if len(wanted) > 1 else "") + wanted[-1]
+        message = f"expected {listing}{previous}, but {found}"
+    return GuardError.at_offset(message, text, offset, width, hint)
+
+
+def _bad_character(text: str, offset: int) -> GuardError:
+    char = text[offset]
+    if char in "\"'":
+        return GuardError.at_offset("unterminated string", text, offset,
+                                    hint=f"close it with {char} on the same line")
+    rest = text[offset:offset + 2]
+    suggestions = {"=": "'=='", "&": "'&&'", "|": "'||'", "!": "'!' before a formula or '!='"}
+    for prefix, word in suggestions.items():
+        if rest.startswith(prefix):
+            return GuardError.at_offset(f"unexpected '{char}'; did you mean {word}?", text, offset)
+    if char == "@":
+        return GuardError.at_offset("'@' must be followed by a lifeline name", text, offset)
+    shown = char if char.isprintable() else repr(char)
+    return GuardError.at_offset(f"unexpected character '{shown}'", text, offset)

@@ -1,0 +1,116 @@
+"""Application predicates ``p(t, ...)``: a registry of named Python callables.
+
+A predicate is only ever called with defined arguments (an undefined term
+makes the atom false before the call), and the built-ins return ``False``
+rather than raising on values of the wrong type, so a guard never crashes a
+workflow because a variable held something unexpected.
+
+Register your own with the decorator::
+
+    from cpl.predicates import predicate
+
+    @predicate("is_urgent")
+    def is_urgent(priority) -> bool:
+        return priority in ("high", "critical")
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Callable
+
+import attrs
+
+from .values import equal, is_number
+
+
+@attrs.frozen
+class Predicate:
+    name: str
+    arity: int
+    function: Callable[..., bool] = attrs.field(eq=False)
+    doc: str = ""
+
+
+class Registry:
+    """Named predicates; one per name.  ``DEFAULT`` holds the built-ins."""
+
+    def __init__(self, parent: "Registry | None" = None):
+        self._own: dict[str, Predicate] = {}
+        self._parent = parent
+
+    def register(self, name: str, function: Callable[..., bool], arity: int | None = None) -> Predicate:
+        if arity is None:
+            arity = len(inspect.signature(function).parameters)
+        if not name.isidentifier():
+            raise ValueError(f"predicate name {name!r} is not an identifier")
+        entry = Predicate(name, arity, function, (inspect.getdoc(function) or "").split("\n")[0])
+        self._own[name] = entry
+        return entry
+
+    def get(self, name: str) -> Predicate | None:
+        if name in self._own:
+            return self._own[name]
+        return self._parent.get(name) if self._parent else None
+
+    def names(self) -> list[str]:
+        inherited = self._parent.names() if self._parent else []
+        return sorted(set(inherited) | set(self._own))
+
+    def child(self) -> "Registry":
+        """A registry that sees these predicates and may add its own."""
+        return Registry(self)
+
+
+DEFAULT = Registry()
+
+
+def predicate(name: str | None = None, *, registry: Registry = DEFAULT):
+    """Decorator: register a function as a CPL predicate under ``name``."""
+    def wrap(function):
+        registry.register(name or function.__name__, function)
+        return function
+    return wrap
+
+
+def _is_text(*values) -> bool:
+    return all(isinstance(v, str) for v in values)
+
+
+@predicate("member")
+def member(value, collection) -> bool:
+    """value is an element of a list (or a substring of a string)."""
+    if isinstance(collection, (list, tuple)):
+        return any(equal(value, item) for item in collection)
+    return _is_text(value, collection) and value in collection
+
+
+@predicate("startswith")
+def startswith(text, prefix) -> bool:
+    """text begins with prefix (strings only)."""
+    return _is_text(text, prefix) and text.startswith(prefix)
+
+
+@predicate("endswith")
+def endswith(text, suffix) -> bool:
+    """text ends with suffix (strings only)."""
+    return _is_text(text, suffix) and text.endswith(suffix)
+
+
+@predicate("contains")
+def contains(text, part) -> bool:
+    """part occurs in text (strings only)."""
+    return _is_text(text, part) and part in text
+
+
+@predicate("between")
+def between(value, low, high) -> bool:
+    """low <= value <= high, for numbers (booleans are not numbers)."""
+    numbers = [v for v in (value, low, high) if is_number(v)]
+    return len(numbers) == 3 and low <= value <= high
+
+
+@predicate("defined")
+def defined(value) -> bool:
+    """The term has a value here (any value, including null)."""
+    return True

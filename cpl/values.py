@@ -1,0 +1,41 @@
+"""What comparisons mean on stored values (shared by every evaluator).
+
+No coercion: ``"1" == 1`` is false, booleans are not numbers, but integers
+and floats compare numerically.  Ordering is defined between two numbers or
+two strings; any other ordering comparison (mixed types, ``null``, lists)
+is false.  ``!=`` is the negation of ``==``, so mixed types are unequal.
+"""
+
+from __future__ import annotations
+
+import operator
+
+
+def is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def equal(a, b) -> bool:
+    if is_number(a) and is_number(b):
+        return a == b
+    return type(a) is type(b) and a == b
+
+
+def _ordered(compare):
+    def check(a, b) -> bool:
+        if is_number(a) and is_number(b):
+            return compare(a, b)
+        if type(a) is str and type(b) is str:
+            return compare(a, b)
+        return False
+    return check
+
+
+COMPARE = {
+    "==": equal,
+    "!=": lambda a, b: not equal(a, b),
+    "<": _ordered(operator.lt),
+    "<=": _ordered(operator.le),
+    ">": _ordered(operator.gt),
+    ">=": _ordered(operator.ge),
+}
