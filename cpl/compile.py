@@ -1,0 +1,126 @@
+"""All guards of a workflow → one shared subformula DAG → one slot program per lifeline.
+
+Who evaluates what (export-set pruning, cpl.md "The monitor"):
+
+* the owner of a guard evaluates the guard;
+* lifeline B evaluates every θ that occurs anywhere as ``@B(θ)``, so that
+  others can read it from B's view — and ships exactly those θ, plus the
+  variables read as ``@B.x``;
+* evaluating a formula at A needs its subformulas at A, except below
+  ``@B(θ)`` with B ≠ A, which is read from A's view of B.
+
+Each lifeline's slots are numbered bottom-up (children before parents), and
+Algorithm 2 of the CPL paper is compiled into one straight-line Python
+function per lifeline (see ``codegen``), which is what makes the per-event
+step cheap.  Equal subformulas are one slot: AST values are hash-consed by
+structural equality.
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import attrs
+
+from . import ast
+from .codegen import generate_evaluator
+from .desugar import Exports, exports
+from .predicates import DEFAULT, Registry
+
+
+@attrs.frozen
+class Guard:
+    """A primitive formula and the lifeline that evaluates it (None: every lifeline)."""
+
+    owner: str | None
+    formula: ast.Formula
+
+
+@attrs.frozen
+class LocalProgram:
+    """What one lifeline computes at each of its events."""
+
+    lifeline: str
+    index: int
+    slots: tuple[ast.Formula, ...]  # bottom-up; slot i is slots[i]
+    slot_of: dict = attrs.field(eq=False)  # formula -> slot (At(self, θ) maps to θ's slot)
+    exported_slots: tuple[int, ...]  # the slots of exports[self].formulas, in order
+    source: str = attrs.field(eq=False, repr=False)  # the generated evaluator, for reading
+    evaluate: object = attrs.field(eq=False, repr=False)
+
+
+@attrs.frozen
+class Program:
+    """The compiled monitors of a workflow: shared by every lifeline's Monitor."""
+
+    lifelines: tuple[str, ...]
+    exports: tuple[Exports, ...]  # indexed like lifelines
+    locals: tuple[LocalProgram, ...]  # indexed like lifelines
+    guards: tuple[Guard, ...]
+
+    def index(self, lifeline: str) -> int:
+        return self.lifelines.index(lifeline)
+
+    def local(self, lifeline: str) -> LocalProgram:
+        return self.locals[self.index(lifeline)]
+
+
+def compile_guards(guards: Iterable[Guard], lifelines: Iterable[str], *, prune: bool = True,
+                   predicates: Registry = DEFAULT) -> Program:
+    """Compile primitive guards (see ``cpl.desugar``) for the given lifelines.
+
+    ``prune=False`` makes every lifeline evaluate and ship every subformula
+    and variable: the unpruned monitor the property tests compare against.
+    """
+    guards = tuple(guards)
+    lifelines = tuple(lifelines)
+    unknown = {g.owner for g in guards if g.owner is not None} - set(lifelines)
+    if unknown:
+        raise ValueError(f"guard owners {sorted(unknown)} are not lifelines {list(lifelines)}")
+    formulas = [g.formula for g in guards]
+    if prune:
+        table = exports(formulas)
+        shipped = tuple(table.get(b, Exports((), ())) for b in lifelines)
+    else:
+        everything = _every_subformula(formulas)
+        names = tuple(dict.fromkeys(t.name for f in everything for t in ast.terms(f)
+                                    if isinstance(t, (ast.Var, ast.Remote))))
+        shipped = tuple(Exports(everything, names) for _ in lifelines)
+    locals_ = []
+    for index, lifeline in enumerate(lifelines):
+        roots = [g.formula for g in guards if g.owner in (None, lifeline)]
+        roots += list(shipped[index].formulas)
+        if not prune:
+            roots = list(_every_subformula(formulas))
+        locals_.append(_compile_local(lifeline, index, roots, lifelines, shipped, predicates))
+    return Program(lifelines, shipped, tuple(locals_), guards)
+
+
+def _every_subformula(formulas) -> tuple:
+    return tuple(dict.fromkeys(node for f in formulas for node in ast.walk(f)))
+
+
+def _compile_local(lifeline, index, roots, lifelines, shipped, predicates) -> LocalProgram:
+    slot_of: dict = {}
+    slots: list = []
+
+    def need(node) -> int:
+        """Number ``node``'s slot after those of the subformulas it reads at this lifeline."""
+        if node in slot_of:
+            return slot_of[node]
+        if isinstance(node, ast.At) and node.lifeline == lifeline:
+            slot_of[node] = need(node.body)  # non-strict: @A(θ) at A is θ here
+            return slot_of[node]
+        if not isinstance(node, ast.At):
+            for child in ast.children(node):
+                need(child)
+        slot_of[node] = len(slots)
+        slots.append(node)
+        return slot_of[node]
+
+    for root in roots:
+        need(root)
+    exported = tuple(need(f) for f in shipped[index].formulas)
+    source, evaluate = generate_evaluator(lifeline, index, slots, slot_of, lifelines, shipped,
+                                          exported, predicates)
+    return LocalProgram(lifeline, index, tuple(slots), slot_of, exported, source, evaluate)

@@ -1,0 +1,63 @@
+"""What travels on every message: the sender's clock and latest-value views.
+
+One immutable value, one compact msgpack encoding, defined here and nowhere
+else.  Views are bitmasks (bit k of ``views[B]`` is the k-th subformula
+exported by B); variable views hold values, with ``UNSET`` for a variable
+never set there.  Lifelines nobody reads cost one byte each.
+"""
+
+from __future__ import annotations
+
+import attrs
+import msgpack
+
+from .codegen import UNSET
+
+_UNSET_CODE = 1  # msgpack extension type for UNSET
+
+
+class MetadataError(ValueError):
+    """A metadata frame that does not decode: names what is wrong."""
+
+
+@attrs.frozen(slots=True)
+class Metadata:
+    vc: tuple[int, ...]
+    views: tuple[int, ...]
+    vars: tuple[tuple, ...]
+
+    def encode(self) -> bytes:
+        return msgpack.packb((self.vc, self.views, self.vars), default=_encode_unset,
+                             use_bin_type=True)
+
+    @classmethod
+    def decode(cls, data: bytes, lifelines: int | None = None) -> "Metadata":
+        """Inverse of ``encode``; checks the shape (``lifelines`` entries when given)."""
+        try:
+            vc, views, variables = msgpack.unpackb(data, ext_hook=_decode_unset, raw=False,
+                                                   strict_map_key=False)
+        except (ValueError, TypeError, msgpack.UnpackException) as error:
+            raise MetadataError(f"metadata is not a msgpack [vc, views, vars] triple: {error}") from None
+        n = len(vc) if lifelines is None else lifelines
+        if not (isinstance(vc, list) and len(vc) == n
+                and all(type(c) is int and c >= 0 for c in vc)):
+            raise MetadataError(f"metadata clock must be {n} non-negative integers, got {vc!r}")
+        if not (isinstance(views, list) and len(views) == n
+                and all(type(v) is int and v >= 0 for v in views)):
+            raise MetadataError(f"metadata views must be {n} non-negative bitmasks, got {views!r}")
+        if not (isinstance(variables, list) and len(variables) == n
+                and all(isinstance(v, list) for v in variables)):
+            raise MetadataError(f"metadata variable views must be {n} lists, got {variables!r}")
+        return cls(tuple(vc), tuple(views), tuple(tuple(v) for v in variables))
+
+
+def _encode_unset(value):
+    if value is UNSET:
+        return msgpack.ExtType(_UNSET_CODE, b"")
+    raise TypeError(f"cannot encode {type(value).__name__} in metadata")
+
+
+def _decode_unset(code, data):
+    if code == _UNSET_CODE:
+        return UNSET
+    raise MetadataError(f"unknown msgpack extension type {code} in metadata")
