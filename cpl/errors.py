@@ -59,6 +59,24 @@ class EvaluationError(Exception):
     """A guard could not be evaluated (e.g. a user predicate raised)."""
 
 
+class TraceError(Exception):
+    """A trace that is not a valid ``cpl-msc/1`` MSC; nothing is evaluated from it.
+
+    ``str()`` is the whole message: the file, the event (index and id) and the problem.
+    """
+
+    def __init__(self, message: str, origin: str | None = None, index: int | None = None,
+                 event_id: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.origin = origin
+        self.index = index
+        self.event_id = event_id
+
+    def __str__(self) -> str:
+        return f"{self.origin}: {self.message}" if self.origin else self.message
+
+
 def line_column(source: str, offset: int) -> tuple[int, int]:
     """1-based line and column of a 0-based character offset."""
     offset = max(0, min(offset, len(source)))
