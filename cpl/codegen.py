@@ -47,12 +47,19 @@ def _guarded(entry):
     return call
 
 
-def generate_evaluator(lifeline, index, slots, slot_of, lifelines, shipped, exported, predicates):
-    """Return (source, function) of lifeline ``index``'s evaluator."""
-    namespace = {"U": UNSET}
+def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped, exported,
+                     predicates):
+    """Return (source, factory): ``factory(init)`` builds lifeline ``index``'s monitor state
+    and returns its event steps ``(act, send, receive, choice, values, vc, views, varviews, store)``.
+    """
+    namespace = {"U": UNSET, "new": tuple.__new__, "Metadata": _metadata_class()}
     reads: dict = {}  # term -> local name
     head: list[str] = []
     body: list[str] = []
+    # Slots whose value outlives the event: read as old (Y θ, θ1 S θ2) or from outside (roots).
+    kept = {slot_of[r] for r in roots} | {slot_of[n.body] for n in slots if type(n) is ast.Prev} \
+        | {i for i, n in enumerate(slots) if type(n) is ast.Since}
+    olds = {slot_of[n.body] for n in slots if type(n) is ast.Prev}
 
     def term(t) -> tuple[str, bool]:
         """Python expression of a term, and whether it may be unset."""
@@ -74,6 +81,9 @@ def generate_evaluator(lifeline, index, slots, slot_of, lifelines, shipped, expo
     def atom(node) -> str:
         if isinstance(node, ast.Bool):
             return "1" if node.value else "0"
+        reading = [t for t in ast.terms(node) if not isinstance(t, (ast.Const, ast.Symbol))]
+        if not reading:  # only constants: decide now
+            return "1" if _constant_atom(node, predicates) else "0"
         if isinstance(node, ast.Truth):
             value, _ = term(node.term)
             return f"({value} is True)"
@@ -95,16 +105,19 @@ def generate_evaluator(lifeline, index, slots, slot_of, lifelines, shipped, expo
             return _defined([a for a, unset in args if unset], call)
         raise TypeError(f"not an atom: {node!r}")
 
+    def old(i) -> str:
+        return f"y{i}" if i in olds else f"v{i}"
+
     for i, node in enumerate(slots):
         kind = type(node)
         if kind is ast.At:  # only B != A gets a slot of its own
             b = lifelines.index(node.lifeline)
             k = shipped[b].formulas.index(node.body)
-            code = f"views[{b}] >> {k} & 1"
+            code = f"views[{b}] >> {k} & 1" if k else f"views[{b}] & 1"
         elif kind is ast.Prev:
-            code = f"old[{slot_of[node.body]}]"
-        elif kind is ast.Since:
-            code = f"v{slot_of[node.right]} | (v{slot_of[node.left]} & old[{i}])"
+            code = old(slot_of[node.body])
+        elif kind is ast.Since:  # v{i} still holds the previous value here
+            code = f"v{slot_of[node.right]} | (v{slot_of[node.left]} & v{i})"
         elif kind is ast.Not:
             code = f"v{slot_of[node.body]} ^ 1"
         elif kind is ast.And:
@@ -115,20 +128,77 @@ def generate_evaluator(lifeline, index, slots, slot_of, lifelines, shipped, expo
             code = atom(node)
         body.append(f"v{i} = {code}  # {_show(node)}")
 
-    own_view = " | ".join(f"v{s} << {k}" if k else f"v{s}" for k, s in enumerate(exported)) or "0"
-    own_vars = "".join(f"store.get({x!r}, U), " for x in shipped[index].variables)
-    lines = [f"def evaluate_{lifeline}(store, old, views, varviews):",
-             f'    """Algorithm 2 at lifeline {lifeline}: {len(slots)} slots, bottom-up."""',
-             *("    " + line for line in head + body),
-             f"    views[{index}] = {own_view}",
-             f"    varviews[{index}] = ({own_vars})",
-             f"    return [{', '.join(f'v{i}' for i in range(len(slots)))}]"]
+    own = shipped[index]
+    evaluate = [f"y{i} = v{i}" for i in sorted(olds)] + head + body
+    if exported:
+        evaluate.append(f"views[{index}] = " + " | ".join(
+            f"v{s} << {k}" if k else f"v{s}" for k, s in enumerate(exported)))
+    cells = ", ".join(f"v{i}" for i in sorted(kept))
+    declare = [f"nonlocal {cells}"] if cells else []
+    own_vars = f"varviews[{index}] = ({''.join(f'store.get({x!r}, U), ' for x in own.variables)})"
+    store_update = ["if updates:", "    store.update(updates)"] + (["    " + own_vars] if own.variables else [])
+    merge = []
+    for b in range(len(lifelines)):
+        if b == index:
+            continue
+        merge += [f"if mvc[{b}] > vc[{b}]:  # ahead on {lifelines[b]}: copy its entries",
+                  f"    vc[{b}] = mvc[{b}]"]
+        if shipped[b].formulas or shipped[b].variables:
+            merge += [f"    views[{b}] = mviews[{b}]", f"    varviews[{b}] = mvars[{b}]"]
+    count = [f"vc[{index}] += 1"]
+
+    def function(signature, doc, steps, result=None):
+        lines = [f"    def {signature}:", f'        """{doc}"""']
+        lines += ["        " + line for line in declare + steps]
+        if result:
+            lines.append(f"        return {result}")
+        return lines
+
+    initial_varviews = ", ".join(f"({'U, ' * len(e.variables)})" for e in shipped)
+    lines = [
+        f"def monitor_{lifeline}(init):",
+        f'    """The monitor of {lifeline}: Definition 4 state, Algorithm 1 steps,',
+        f'    Algorithm 2 inlined ({len(slots)} slots, bottom-up, old values in v*/y*)."""',
+        f"    vc = [0] * {len(lifelines)}",
+        f"    views = [0] * {len(lifelines)}",
+        f"    varviews = [{initial_varviews}]",
+        "    store = dict(init)",
+        *(["    " + own_vars] if own.variables else []),
+        *([f"    {' = '.join(f'v{i}' for i in sorted(kept))} = 0"] if kept else []),
+        *function("act(updates=None)", "A local action.", store_update + count + evaluate),
+        *function("send()", "A send: count, evaluate, return the metadata to ship.",
+                  count + evaluate, "new(Metadata, (tuple(vc), tuple(views), tuple(varviews)))"),
+        *function("receive(message, updates=None)", "A receive: merge views where the message is ahead.",
+                  ["mvc, mviews, mvars = message"] + merge + store_update + count + evaluate),
+        *function("choice()", "A decision event: the store is unchanged.", count + evaluate),
+        f"    def values():",
+        f"        return {{{', '.join(f'{i}: v{i}' for i in sorted(kept))}}}",
+        "    return act, send, receive, choice, values, vc, views, varviews, store",
+    ]
     source = "\n".join(lines) + "\n"
     exec(compile(source, f"<cpl monitor for {lifeline}>", "exec"), namespace)
-    return source, namespace[f"evaluate_{lifeline}"]
+    return source, namespace[f"monitor_{lifeline}"]
+
+
+def _metadata_class():
+    from .metadata import Metadata  # metadata imports UNSET from here
+    return Metadata
 
 
 _OP_NAMES = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+
+
+def _constant(t):
+    return t.name if isinstance(t, ast.Symbol) else t.value
+
+
+def _constant_atom(node, predicates) -> bool:
+    values = [_constant(t) for t in ast.terms(node)]
+    if isinstance(node, ast.Truth):
+        return values[0] is True
+    if isinstance(node, ast.Compare):
+        return COMPARE[node.op](*values)
+    return _guarded(predicates.get(node.name))(*values)
 
 
 def _is_text_constant(t) -> bool:

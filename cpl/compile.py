@@ -10,8 +10,8 @@ Who evaluates what (export-set pruning, cpl.md "The monitor"):
   ``@B(θ)`` with B ≠ A, which is read from A's view of B.
 
 Each lifeline's slots are numbered bottom-up (children before parents), and
-Algorithm 2 of the CPL paper is compiled into one straight-line Python
-function per lifeline (see ``codegen``), which is what makes the per-event
+its monitor — Algorithm 1 with Algorithm 2 inlined — is generated as
+straight-line Python (see ``codegen``), which is what makes the per-event
 step cheap.  Equal subformulas are one slot: AST values are hash-consed by
 structural equality.
 """
@@ -23,7 +23,7 @@ from typing import Iterable
 import attrs
 
 from . import ast
-from .codegen import generate_evaluator
+from .codegen import generate_monitor
 from .desugar import Exports, exports
 from .predicates import DEFAULT, Registry
 
@@ -45,8 +45,8 @@ class LocalProgram:
     slots: tuple[ast.Formula, ...]  # bottom-up; slot i is slots[i]
     slot_of: dict = attrs.field(eq=False)  # formula -> slot (At(self, θ) maps to θ's slot)
     exported_slots: tuple[int, ...]  # the slots of exports[self].formulas, in order
-    source: str = attrs.field(eq=False, repr=False)  # the generated evaluator, for reading
-    evaluate: object = attrs.field(eq=False, repr=False)
+    source: str = attrs.field(eq=False, repr=False)  # the generated monitor, for reading
+    factory: object = attrs.field(eq=False, repr=False)  # init store -> event steps
 
 
 @attrs.frozen
@@ -121,6 +121,6 @@ def _compile_local(lifeline, index, roots, lifelines, shipped, predicates) -> Lo
     for root in roots:
         need(root)
     exported = tuple(need(f) for f in shipped[index].formulas)
-    source, evaluate = generate_evaluator(lifeline, index, slots, slot_of, lifelines, shipped,
-                                          exported, predicates)
-    return LocalProgram(lifeline, index, tuple(slots), slot_of, exported, source, evaluate)
+    source, factory = generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
+                                       exported, predicates)
+    return LocalProgram(lifeline, index, tuple(slots), slot_of, exported, source, factory)

@@ -6,82 +6,60 @@ State (the paper's Definition 4), for lifeline A:
     views     views[B] = bitmask of the subformulas B exports, at the latest visible B-event
     varviews  varviews[B] = the variables B exports (``@B.x``), at that event
     store     σ_A, the current local store
-    values    the slot values at A's latest event (``old`` during the next one)
+    values    the slot values at A's latest event (the ``old`` of the next one)
 
-A receive copies B's entries from the message exactly when the message is
-strictly ahead on B, then merges the clocks; every event then counts itself,
-applies its store update and evaluates all slots bottom-up (``codegen``).
-Entries for B are meaningful only while vc[B] > 0; before that they are 0 /
-UNSET, which is what Algorithm 2 reads as "no B-event visible".
+Every event of A:
+
+    receive only:  for each B ≠ A where the message is strictly ahead (μ.vc[B] > vc[B]):
+                   copy views[B] and varviews[B] from the message, vc[B] ← μ.vc[B]
+    act/receive:   apply the event's store update
+    every event:   vc[A] += 1; evaluate all slots bottom-up (Algorithm 2),
+                   Y and S reading the previous local values; set views[A]
+    send only:     the message carries (vc, views, varviews)
+
+Entries for B mean something only while vc[B] > 0; before that they are 0 /
+UNSET, which Algorithm 2 reads as "no B-event visible".  The steps are
+generated per lifeline by ``codegen`` (``Program.local(A).source`` shows
+them); this class holds the state and gives them names.
 """
 
 from __future__ import annotations
 
 from typing import Mapping
 
-from .codegen import UNSET
 from .compile import Program
 from .metadata import Metadata
 
 
 class Monitor:
-    __slots__ = ("program", "lifeline", "index", "vc", "views", "varviews", "store", "values",
-                 "_evaluate", "_slot_of", "_others")
+    """``act``, ``send``, ``receive``, ``choice`` are the four event kinds."""
+
+    __slots__ = ("program", "lifeline", "index", "act", "send", "receive", "choice",
+                 "_values", "vc", "views", "varviews", "store", "_slot_of")
 
     def __init__(self, program: Program, lifeline: str, init: Mapping | None = None):
         local = program.local(lifeline)
-        n = len(program.lifelines)
         self.program = program
         self.lifeline = lifeline
         self.index = local.index
-        self.vc = [0] * n
-        self.views = [0] * n
-        self.varviews = [(UNSET,) * len(e.variables) for e in program.exports]
-        self.store = dict(init or {})
-        self.values = [0] * len(local.slots)
-        self._evaluate = local.evaluate
         self._slot_of = local.slot_of
-        self._others = tuple(b for b in range(n) if b != self.index)
+        (self.act, self.send, self.receive, self.choice, self._values,
+         self.vc, self.views, self.varviews, self.store) = local.factory(init or {})
 
-    # ---- Algorithm 1, one method per event kind
-
-    def act(self, updates: Mapping | None = None) -> None:
-        """A local action; ``updates`` are the variables it assigns."""
-        if updates:
-            self.store.update(updates)
-        self._count_and_evaluate()
-
-    def send(self) -> Metadata:
-        """A send event: returns what the message carries (clock and views after it)."""
-        self._count_and_evaluate()
-        return Metadata(tuple(self.vc), tuple(self.views), tuple(self.varviews))
-
-    def receive(self, message: Metadata, updates: Mapping | None = None) -> None:
-        """A receive event: merge what the message knows, then count and evaluate."""
-        vc, incoming = self.vc, message.vc
-        for b in self._others:
-            if incoming[b] > vc[b]:  # the message is strictly ahead on B: copy B's entries
-                vc[b] = incoming[b]
-                self.views[b] = message.views[b]
-                self.varviews[b] = message.vars[b]
-        if updates:
-            self.store.update(updates)
-        self._count_and_evaluate()
-
-    def choice(self) -> None:
-        """A decision event: the store is unchanged; read guards with ``value``."""
-        self._count_and_evaluate()
-
-    def _count_and_evaluate(self) -> None:
-        self.vc[self.index] += 1
-        self.values = self._evaluate(self.store, self.values, self.views, self.varviews)
-
-    # ---- reading results
+    # Signatures of the generated steps, for the reader:
+    #   act(updates: Mapping | None = None) -> None
+    #   send() -> Metadata
+    #   receive(message: Metadata, updates: Mapping | None = None) -> None
+    #   choice() -> None
 
     def value(self, formula) -> bool:
-        """The value of a compiled (primitive) formula at this lifeline's latest event."""
-        return bool(self.values[self._slot_of[formula]])
+        """A compiled guard's (primitive formula's) value at this lifeline's latest event."""
+        return bool(self._values()[self._slot_of[formula]])
 
-    def slot(self, formula) -> int:
-        """The slot of ``formula`` here, for reading ``values`` in a hot loop."""
-        return self._slot_of[formula]
+    @property
+    def values(self) -> dict[int, int]:
+        """Slot → value at the latest event, for the slots that outlive an event."""
+        return self._values()
+
+
+__all__ = ["Monitor", "Metadata"]

@@ -36,11 +36,6 @@ def evaluate_trace(trace, guard: str, lifeline: str | None = None, *, prune: boo
     """The guard's value at every event (of ``lifeline`` only, if given), in trace order."""
     checked = check(guard, trace.schema())
     program = compile_guards([Guard(lifeline, checked.primitive)], trace.lifelines, prune=prune)
-    slot = program.local(lifeline).slot_of[checked.primitive] if lifeline else None
-    results = []
-    for event, monitor in replay(trace, program):
-        if lifeline is None:
-            results.append((event, monitor.value(checked.primitive)))
-        elif event.lifeline == lifeline:
-            results.append((event, bool(monitor.values[slot])))
-    return results
+    formula = checked.primitive
+    return [(event, monitor.value(formula)) for event, monitor in replay(trace, program)
+            if lifeline is None or event.lifeline == lifeline]
