@@ -1,0 +1,226 @@
+"""What an MSC is: lifelines, their events in a linear extension, and messages.
+
+A ``Trace`` is the in-memory form of a ``cpl-msc/1`` document (see
+``cpl.tracefile`` for reading, validating and writing it).  It is a frozen
+value; derived structure (local order, message matching, valuations) is
+computed once on demand.  The causal order itself is *not* computed here:
+each evaluator derives it its own way (the reference evaluator by graph
+reachability over ``predecessors``, the monitor by vector clocks), so the two
+stay independent.
+
+Stored values are JSON values.  Lists and objects are opaque and compared by
+equality, so nothing here hashes them: ``set``, ``init``, ``vc`` and
+``payload`` take no part in an event's hash.
+"""
+
+from __future__ import annotations
+
+import functools
+from types import MappingProxyType
+from typing import Mapping
+
+import attrs
+
+from .names import Schema
+
+KINDS = ("act", "send", "recv", "choice")
+_EMPTY: Mapping = MappingProxyType({})
+
+
+def _frozen_map(value) -> Mapping:
+    """A read-only copy (``None`` → empty), so an event cannot change after loading."""
+    return MappingProxyType(dict(value)) if value else _EMPTY
+
+
+def _optional_map(value) -> Mapping | None:
+    return None if value is None else MappingProxyType(dict(value))
+
+
+def _frozen_init(value) -> Mapping:
+    return MappingProxyType({name: _frozen_map(store) for name, store in (value or {}).items()})
+
+
+def _optional_names(value) -> tuple[str, ...] | None:
+    return None if value is None else tuple(value)
+
+
+@attrs.frozen
+class Event:
+    """One event of one lifeline.  ``set`` reads like a dict but cannot be changed."""
+
+    id: str
+    lifeline: str
+    kind: str  # "act" | "send" | "recv" | "choice"
+    to: str | None = None  # receiver of a send
+    msg: str | None = None  # message id of a send or recv
+    set: Mapping[str, object] = attrs.field(default=_EMPTY, converter=_frozen_map, hash=False)
+    label: str | None = None
+    guard: str | None = None  # choice: the guard's canonical text
+    outcome: bool | None = None  # choice: the recorded value of the guard
+    vc: Mapping[str, int] | None = attrs.field(default=None, converter=_optional_map, hash=False)
+    time: float | None = None
+    payload: object = attrs.field(default=None, hash=False)
+
+    def to_dict(self) -> dict:
+        """JSON-ready, omitting absent optional fields (the inverse of loading)."""
+        data: dict = {"id": self.id, "lifeline": self.lifeline, "kind": self.kind}
+        for name in ("to", "msg"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
+        if self.set:
+            data["set"] = dict(self.set)
+        for name in ("label", "guard", "outcome"):
+            if getattr(self, name) is not None:
+                data[name] = getattr(self, name)
+        if self.vc is not None:
+            data["vc"] = dict(self.vc)
+        if self.time is not None:
+            data["time"] = self.time
+        if self.payload is not None:
+            data["payload"] = self.payload
+        return data
+
+
+@attrs.frozen
+class Trace:
+    """An MSC: ``events`` in an order that is a linear extension of the causal order."""
+
+    lifelines: tuple[str, ...] = attrs.field(converter=tuple)
+    init: Mapping[str, Mapping[str, object]] = attrs.field(
+        factory=dict, converter=_frozen_init, hash=False)
+    events: tuple[Event, ...] = attrs.field(factory=tuple, converter=tuple)
+    vars: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_names)
+    symbols: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_names)
+    # Run information a recorder may attach (seed, which lifeline failed, …); never evaluated.
+    meta: Mapping[str, object] | None = attrs.field(default=None, converter=_optional_map,
+                                                    hash=False)
+
+    # ------------------------------------------------------------ names
+
+    def variables(self) -> tuple[str, ...]:
+        """Declared ``vars``, or else the names any ``init`` or ``set`` assigns, first use first."""
+        if self.vars is not None:
+            return self.vars
+        names: dict[str, None] = {}
+        for store in self.init.values():
+            names.update(dict.fromkeys(store))
+        for event in self.events:
+            names.update(dict.fromkeys(event.set))
+        return tuple(names)
+
+    def schema(self, predicates=None) -> Schema:
+        """What a guard evaluated on this trace may name."""
+        extra = {} if predicates is None else {"predicates": predicates}
+        return Schema(lifelines=self.lifelines, variables=frozenset(self.variables()),
+                      symbols=None if self.symbols is None else frozenset(self.symbols), **extra)
+
+    # ------------------------------------------------------ local order
+
+    @functools.cached_property
+    def _ids(self) -> dict[str, int]:
+        return {event.id: index for index, event in enumerate(self.events)}
+
+    @functools.cached_property
+    def _local(self) -> tuple[dict[str, tuple[int, ...]], tuple[int, ...]]:
+        order: dict[str, list[int]] = {name: [] for name in self.lifelines}
+        positions = []
+        for index, event in enumerate(self.events):
+            mine = order.setdefault(event.lifeline, [])
+            positions.append(len(mine))
+            mine.append(index)
+        return {name: tuple(indices) for name, indices in order.items()}, tuple(positions)
+
+    def index_of(self, event_id: str) -> int:
+        """Position of the event in ``events`` (``KeyError`` if there is none)."""
+        return self._ids[event_id]
+
+    def event(self, event_id: str) -> Event:
+        return self.events[self._ids[event_id]]
+
+    def local_events(self, lifeline: str) -> tuple[int, ...]:
+        """Indices of the lifeline's events, in local order."""
+        return self._local[0].get(lifeline, ())
+
+    def local_index(self) -> tuple[int, ...]:
+        """For each event, its 0-based position in its own lifeline's local order."""
+        return self._local[1]
+
+    def previous(self, index: int) -> int | None:
+        """``prev(e)``: index of the previous event on e's lifeline, if any."""
+        position = self._local[1][index]
+        return self.local_events(self.events[index].lifeline)[position - 1] if position else None
+
+    # --------------------------------------------------------- messages
+
+    @functools.cached_property
+    def _messages(self) -> tuple[dict[str, int], dict[str, int]]:
+        sends: dict[str, int] = {}
+        receives: dict[str, int] = {}
+        for index, event in enumerate(self.events):
+            if event.kind == "send":
+                sends.setdefault(event.msg, index)
+            elif event.kind == "recv":
+                receives.setdefault(event.msg, index)
+        return sends, receives
+
+    def send_index(self, msg_id: str) -> int | None:
+        return self._messages[0].get(msg_id)
+
+    def send_of(self, msg_id: str) -> Event | None:
+        """The send event of a message, or ``None``."""
+        index = self.send_index(msg_id)
+        return None if index is None else self.events[index]
+
+    def receive_of(self, msg_id: str) -> Event | None:
+        """The receive event of a message, or ``None`` while it is in transit."""
+        index = self._messages[1].get(msg_id)
+        return None if index is None else self.events[index]
+
+    def in_transit(self) -> tuple[Event, ...]:
+        """Sends that no event receives."""
+        return tuple(e for e in self.events if e.kind == "send" and e.msg not in self._messages[1])
+
+    def predecessors(self, index: int) -> tuple[int, ...]:
+        """Immediate causal predecessors: the previous local event and, for a recv, its send."""
+        found = []
+        previous = self.previous(index)
+        if previous is not None:
+            found.append(previous)
+        event = self.events[index]
+        if event.kind == "recv":
+            send = self.send_index(event.msg)
+            if send is not None:
+                found.append(send)
+        return tuple(found)
+
+    # ------------------------------------------------------- valuations
+
+    @functools.cached_property
+    def _valuations(self) -> tuple[Mapping[str, object], ...]:
+        stores = {name: dict(store) for name, store in self.init.items()}
+        after = []
+        for event in self.events:
+            store = stores.setdefault(event.lifeline, {})
+            store.update(event.set)
+            after.append(MappingProxyType(dict(store)))
+        return tuple(after)
+
+    def valuations(self) -> tuple[Mapping[str, object], ...]:
+        """Per event, the lifeline's store after it: its ``init`` updated by its ``set``s so far."""
+        return self._valuations
+
+    # ------------------------------------------------------------ output
+
+    def to_dict(self) -> dict:
+        """The ``cpl-msc/1`` document (JSON-ready)."""
+        data: dict = {"format": "cpl-msc/1", "lifelines": list(self.lifelines)}
+        if self.vars is not None:
+            data["vars"] = list(self.vars)
+        if self.symbols is not None:
+            data["symbols"] = list(self.symbols)
+        if self.init:
+            data["init"] = {name: dict(store) for name, store in self.init.items()}
+        data["events"] = [event.to_dict() for event in self.events]
+        if self.meta is not None:
+            data["meta"] = dict(self.meta)
+        return data

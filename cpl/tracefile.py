@@ -1,0 +1,397 @@
+"""Reading, validating and writing ``cpl-msc/1`` traces (JSON or msgpack).
+
+A malformed trace is rejected as a whole, with the first problem in list
+order: a guard value computed from a broken MSC would be meaningless, so
+nothing is evaluated from it.  Messages name the event (``#index`` in the
+``events`` list, 0-based, and its id) and say what to do.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import math
+from pathlib import Path
+
+import msgpack
+
+from .errors import TraceError
+from .msc import KINDS, Event, Trace
+
+FORMAT = "cpl-msc/1"
+MSGPACK_SUFFIXES = (".msgpack", ".mpk")
+_TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "init", "events", "meta")
+_EVENT_FIELDS = ("id", "lifeline", "kind", "to", "msg", "set", "label", "guard", "outcome",
+                 "vc", "time", "payload")
+_VALUE_TYPES = "string, number, boolean, null, list or object"
+
+__all__ = ["FORMAT", "TraceError", "load_trace", "loads_trace", "parse_trace", "dump_trace",
+           "dumps_trace"]
+
+
+# --------------------------------------------------------------- bytes
+
+
+def load_trace(path) -> Trace:
+    """Read and validate a trace file: msgpack for .msgpack/.mpk or non-JSON bytes, else JSON."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise TraceError(f"cannot read the trace: {error.strerror}", str(path)) from None
+    return loads_trace(raw, str(path), msgpack_first=path.suffix.lower() in MSGPACK_SUFFIXES)
+
+
+def loads_trace(raw: bytes | str, origin: str = "trace", *, msgpack_first: bool = False) -> Trace:
+    """Decode bytes (JSON, falling back to msgpack) and validate them."""
+    if isinstance(raw, str):
+        raw = raw.encode("utf-8")
+    return parse_trace(_decode(raw, origin, msgpack_first), origin)
+
+
+class _DuplicateKey(ValueError):
+    pass
+
+
+def _no_duplicates(pairs):
+    data = {}
+    for key, value in pairs:
+        if key in data:
+            raise _DuplicateKey(f"the key {key!r} occurs twice in one object")
+        data[key] = value
+    return data
+
+
+def _no_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _unpack(raw: bytes):
+    return msgpack.unpackb(raw, raw=False, strict_map_key=False)
+
+
+def _decode(raw: bytes, origin: str, msgpack_first: bool):
+    if msgpack_first:
+        try:
+            return _unpack(raw)
+        except Exception as error:  # msgpack raises several unrelated types
+            raise TraceError(f"not a msgpack trace ({error}); write it with "
+                             f"`cpl run --trace OUT.msgpack` or use JSON", origin) from None
+    try:
+        return json.loads(raw.decode("utf-8-sig"), object_pairs_hook=_no_duplicates,
+                          parse_constant=_no_constant)
+    except _DuplicateKey as error:
+        raise TraceError(f"not a valid trace: {error}; keep one of them", origin) from None
+    except (UnicodeDecodeError, ValueError) as json_error:
+        try:
+            data = _unpack(raw)
+        except Exception:
+            data = None
+        if isinstance(data, dict):
+            return data
+        raise TraceError(f"not JSON ({json_error}) and not msgpack either; a trace is a JSON "
+                         f'object {{"format": "{FORMAT}", "lifelines": [...], "events": [...]}}',
+                         origin) from None
+
+
+def dumps_trace(trace: Trace, binary: bool = False) -> bytes:
+    """The document as bytes: JSON (one event per line) or msgpack."""
+    data = trace.to_dict()
+    if binary:
+        return msgpack.packb(data, use_bin_type=True)
+    lines = []
+    for key, value in data.items():
+        if key == "events":
+            rows = ",\n".join("    " + _json(event) for event in value)
+            lines.append(f'  "events": [\n{rows}\n  ]' if value else '  "events": []')
+        else:
+            lines.append(f"  {_json(key)}: {_json(value)}")
+    return ("{\n" + ",\n".join(lines) + "\n}\n").encode("utf-8")
+
+
+def dump_trace(trace: Trace, path) -> None:
+    """Write the trace; msgpack when the suffix is .msgpack/.mpk, JSON otherwise."""
+    path = Path(path)
+    path.write_bytes(dumps_trace(trace, binary=path.suffix.lower() in MSGPACK_SUFFIXES))
+
+
+def _json(value) -> str:
+    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+
+
+# ---------------------------------------------------------- validation
+
+
+def parse_trace(data, origin: str = "trace") -> Trace:
+    """Validate a decoded document and build the ``Trace``; ``TraceError`` on the first problem."""
+    return _Reader(origin).trace(data)
+
+
+def _suggest(name, known) -> str:
+    close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _type_name(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number", type(None): "null"}.get(type(value),
+                                                                        type(value).__name__)
+
+
+class _Reader:
+    def __init__(self, origin: str):
+        self.origin = origin
+        self.lifelines: tuple[str, ...] = ()
+        self.declared: frozenset[str] | None = None
+
+    def fail(self, message: str, index: int | None = None, event_id: str | None = None):
+        return TraceError(message, self.origin, index, event_id)
+
+    # ------------------------------------------------------- top level
+
+    def trace(self, data) -> Trace:
+        if not isinstance(data, dict):
+            raise self.fail(f"expected a JSON object with \"format\", \"lifelines\" and "
+                            f"\"events\", found {_type_name(data)}")
+        for key in data:
+            if key not in _TOP_FIELDS:
+                raise self.fail(f"unknown top-level field {key!r}{_suggest(key, _TOP_FIELDS)} "
+                                f"(fields are {', '.join(_TOP_FIELDS)})")
+        if "format" not in data:
+            raise self.fail(f'missing "format": add "format": "{FORMAT}"')
+        if data["format"] != FORMAT:
+            raise self.fail(f"format is {data['format']!r}, but this reader understands "
+                            f"'{FORMAT}'")
+        if "lifelines" not in data:
+            raise self.fail('missing "lifelines": list the lifeline names')
+        self.lifelines = self.names(data["lifelines"], "lifelines")
+        variables = self.names(data.get("vars"), "vars", optional=True)
+        symbols = self.names(data.get("symbols"), "symbols", optional=True)
+        if variables is not None and symbols is not None:
+            both = sorted(set(variables) & set(symbols))
+            if both:
+                raise self.fail(f"{both[0]!r} is listed both in \"vars\" and in \"symbols\"; "
+                                f"a name is one or the other")
+        self.declared = None if variables is None else frozenset(variables)
+        init = self.init(data.get("init"))
+        if "events" not in data:
+            raise self.fail('missing "events": list the events (it may be empty)')
+        if not isinstance(data["events"], list):
+            raise self.fail(f'"events" must be a list, found {_type_name(data["events"])}')
+        events = self.events(data["events"])
+        meta = data.get("meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise self.fail(f'"meta" must be an object, found {_type_name(meta)}')
+        if meta is not None:
+            self.value(meta, '"meta"')
+        return Trace(self.lifelines, init, events, variables, symbols, meta)
+
+    def names(self, value, field: str, optional: bool = False) -> tuple[str, ...] | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, list):
+            raise self.fail(f'"{field}" must be a list of names, found {_type_name(value)}')
+        seen: set[str] = set()
+        for name in value:
+            if not isinstance(name, str) or not name:
+                raise self.fail(f'"{field}" must list non-empty strings, found {name!r}')
+            if name in seen:
+                raise self.fail(f'"{field}" lists {name!r} twice')
+            seen.add(name)
+        return tuple(value)
+
+    def lifeline(self, name, what: str, index: int | None = None, event_id=None) -> str:
+        if not isinstance(name, str):
+            raise self.fail(f"{what} must be a lifeline name, found {_type_name(name)}",
+                            index, event_id)
+        if name not in self.lifelines:
+            raise self.fail(f"{what}: unknown lifeline {name!r}{_suggest(name, self.lifelines)} "
+                            f"(lifelines: {', '.join(self.lifelines) or 'none'}); add it to "
+                            f'"lifelines" or fix the name', index, event_id)
+        return name
+
+    def init(self, value) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(f'"init" must be an object lifeline → {{variable: value}}, '
+                            f"found {_type_name(value)}")
+        for name, store in value.items():
+            self.lifeline(name, '"init"')
+            self.store(store, f'"init" of {name}')
+        return value
+
+    def store(self, store, where: str, index=None, event_id=None) -> None:
+        if not isinstance(store, dict):
+            raise self.fail(f"{where} must be an object variable → value, found "
+                            f"{_type_name(store)}", index, event_id)
+        for key, value in store.items():
+            if not isinstance(key, str) or not key:
+                raise self.fail(f"{where} has the key {key!r}; variable names are non-empty "
+                                f"strings", index, event_id)
+            if self.declared is not None and key not in self.declared:
+                raise self.fail(f"{where} assigns {key!r}, which \"vars\" does not declare"
+                                f"{_suggest(key, self.declared)}; add it to \"vars\"",
+                                index, event_id)
+            self.value(value, f"{where}: {key!r}", index, event_id)
+
+    def value(self, value, where: str, index=None, event_id=None) -> None:
+        """JSON values only, so every trace can be written back as JSON."""
+        if value is None or isinstance(value, (bool, int, str)):
+            return
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.fail(f"{where} is {value}, which JSON cannot hold", index, event_id)
+            return
+        if isinstance(value, list):
+            for item in value:
+                self.value(item, where, index, event_id)
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise self.fail(f"{where} holds an object with the key {key!r}; object keys "
+                                    f"are strings", index, event_id)
+                self.value(item, where, index, event_id)
+            return
+        raise self.fail(f"{where} holds a {type(value).__name__} value; values are "
+                        f"{_VALUE_TYPES}", index, event_id)
+
+    # ----------------------------------------------------------- events
+
+    def events(self, raw: list) -> list[Event]:
+        # Where each message is sent, to tell "sent later" from "never sent".
+        sends: dict = {}
+        for index, item in enumerate(raw):
+            if isinstance(item, dict) and item.get("kind") == "send":
+                msg = item.get("msg")
+                if isinstance(msg, str):
+                    sends.setdefault(msg, (index, item.get("id")))
+        ids: dict[str, int] = {}
+        sent: dict[str, tuple[int, Event]] = {}
+        received: dict[str, tuple[int, Event]] = {}
+        events = []
+        for index, item in enumerate(raw):
+            event = self.event(index, item, ids)
+            ids[event.id] = index
+            where = _where(index, event)
+            if event.kind == "send":
+                if event.msg in sent:
+                    first, other = sent[event.msg]
+                    raise self.fail(f"{where}: sends message {event.msg!r}, which event #{first} "
+                                    f"{other.id!r} already sends; message ids are unique",
+                                    index, event.id)
+                sent[event.msg] = (index, event)
+            elif event.kind == "recv":
+                self.check_receive(index, event, sent, received, sends)
+                received[event.msg] = (index, event)
+            events.append(event)
+        return events
+
+    def check_receive(self, index, event, sent, received, sends) -> None:
+        where, msg = _where(index, event), event.msg
+        if msg not in sent:
+            if msg in sends:
+                later, later_id = sends[msg]
+                raise self.fail(f"{where}: receives message {msg!r} before its send (event "
+                                f"#{later} {later_id!r}); list events in causal order, every "
+                                f"send before its receive", index, event.id)
+            raise self.fail(f"{where}: receives message {msg!r}, which no earlier event sends"
+                            f"{_suggest(msg, sent)}", index, event.id)
+        send_index, send = sent[msg]
+        if send.to != event.lifeline:
+            raise self.fail(f"{where}: receives message {msg!r}, but its send (event "
+                            f"#{send_index} {send.id!r}) is addressed to {send.to!r}",
+                            index, event.id)
+        if msg in received:
+            first, other = received[msg]
+            raise self.fail(f"{where}: receives message {msg!r}, which event #{first} "
+                            f"{other.id!r} already received; a message is received at most "
+                            f"once", index, event.id)
+
+    def event(self, index: int, item, ids: dict) -> Event:
+        if not isinstance(item, dict):
+            raise self.fail(f"event #{index}: expected an object, found {_type_name(item)}", index)
+        event_id = item.get("id")
+        if not isinstance(event_id, str) or not event_id:
+            found = "it is missing" if event_id is None else f"found {event_id!r}"
+            raise self.fail(f"event #{index}: \"id\" must be a non-empty string ({found})", index)
+        head = f"event #{index} {event_id!r}"
+        for key in item:
+            if key not in _EVENT_FIELDS:
+                raise self.fail(f"{head}: unknown field {key!r}{_suggest(key, _EVENT_FIELDS)} "
+                                f"(fields are {', '.join(_EVENT_FIELDS)})", index, event_id)
+        if event_id in ids:
+            raise self.fail(f"{head}: duplicate event id {event_id!r} (also event "
+                            f"#{ids[event_id]}); give every event a unique id", index, event_id)
+        if "lifeline" not in item:
+            raise self.fail(f"{head}: missing \"lifeline\"", index, event_id)
+        lifeline = self.lifeline(item["lifeline"], head, index, event_id)
+        head = f"{head} ({lifeline})"
+        kind = item.get("kind")
+        if kind not in KINDS:
+            found = "missing \"kind\"" if kind is None else f"unknown kind {kind!r}"
+            raise self.fail(f"{head}: {found}{_suggest(kind, KINDS) if kind else ''}; "
+                            f"expected act, send, recv or choice", index, event_id)
+        get = {key: item.get(key) for key in _EVENT_FIELDS}
+
+        def bad(message: str) -> TraceError:
+            return self.fail(f"{head}: {message}", index, event_id)
+
+        if kind == "send":
+            if get["to"] is None or get["msg"] is None:
+                missing = "to" if get["to"] is None else "msg"
+                raise bad(f'a send needs "{missing}" (the receiving lifeline and a message id)')
+            self.lifeline(get["to"], f'{head}: "to"', index, event_id)
+            if get["to"] == lifeline:
+                raise bad(f"sends to its own lifeline {lifeline!r}; a message goes to another "
+                          f"lifeline (use an act event for local steps)")
+        elif get["to"] is not None:
+            raise bad(f'"to" is only for a send, not {_a(kind)}')
+        if kind == "recv" and get["msg"] is None:
+            raise bad('a recv needs "msg": the id of the message it receives')
+        if kind in ("act", "choice") and get["msg"] is not None:
+            raise bad(f'"msg" is only for a send or recv, not {_a(kind)}')
+        if get["msg"] is not None and (not isinstance(get["msg"], str) or not get["msg"]):
+            raise bad(f'"msg" must be a non-empty string, found {get["msg"]!r}')
+        if get["set"] is not None:
+            if kind in ("send", "choice"):
+                raise bad(f"a {kind} cannot \"set\" variables (only act and recv update the "
+                          f"store); put the assignment on an act event before it")
+            self.store(get["set"], f'{head}: "set"', index, event_id)
+        for field in ("guard", "outcome"):
+            if get[field] is not None and kind != "choice":
+                raise bad(f'"{field}" is only for a choice, not {_a(kind)}')
+        for field in ("label", "guard"):
+            if get[field] is not None and not isinstance(get[field], str):
+                raise bad(f'"{field}" must be a string, found {_type_name(get[field])}')
+        if get["outcome"] is not None and not isinstance(get["outcome"], bool):
+            raise bad(f'"outcome" must be true or false, found {get["outcome"]!r}')
+        self.clock(get["vc"], head, index, event_id)
+        time = get["time"]
+        if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
+                                 or not math.isfinite(time)):
+            raise bad(f'"time" must be a number of seconds, found {time!r}')
+        self.value(get["payload"], f'{head}: "payload"', index, event_id)
+        return Event(event_id, lifeline, kind, get["to"], get["msg"], get["set"] or {},
+                     get["label"], get["guard"], get["outcome"], get["vc"], time, get["payload"])
+
+    def clock(self, vc, head: str, index: int, event_id: str) -> None:
+        if vc is None:
+            return
+        if not isinstance(vc, dict):
+            raise self.fail(f'{head}: "vc" must be an object lifeline → count, found '
+                            f"{_type_name(vc)}", index, event_id)
+        for name, count in vc.items():
+            self.lifeline(name, f'{head}: "vc"', index, event_id)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise self.fail(f'{head}: "vc" of {name} must be a count (an integer ≥ 0), '
+                                f"found {count!r}", index, event_id)
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
+def _where(index: int, event: Event) -> str:
+    return f"event #{index} {event.id!r} ({event.lifeline})"
