@@ -128,7 +128,7 @@ def parse_trace(data, origin: str = "trace") -> Trace:
 
 
 def _suggest(name, known) -> str:
-    close = difflib.get_close_matches(str(name), list(known), n=1, cutoff=0.6)
+    close = difflib.get_close_matches(str(name), sorted(map(str, known)), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
 
