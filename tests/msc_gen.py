@@ -1,0 +1,67 @@
+"""Random MSCs for property tests: 2–6 lifelines, up to ~60 events, non-FIFO
+delivery (any pending message may be received next), messages left in
+transit, act/recv updates of a few variables (some never set), and random
+re-linearisations of the same MSC."""
+
+from __future__ import annotations
+
+import random
+
+from hypothesis import strategies as st
+
+from cpl.msc import Event, Trace
+
+LIFELINE_POOL = ("A", "B", "C", "D", "E", "F")
+VARIABLES = ("x", "y", "z")  # z is set rarely, so "unset" is common
+SYMBOLS = ("a", "b")
+VALUES = (0, 1, 2, 1.0, -1, "a", "b", True, False, None)
+
+
+@st.composite
+def updates(draw, allow_z: bool):
+    names = draw(st.lists(st.sampled_from(VARIABLES if allow_z else VARIABLES[:2]),
+                          unique=True, max_size=2))
+    return {name: draw(st.sampled_from(VALUES)) for name in names}
+
+
+@st.composite
+def mscs(draw, min_lifelines: int = 2, max_lifelines: int = 6, max_events: int = 60):
+    count = draw(st.integers(min_lifelines, max_lifelines))
+    lifelines = LIFELINE_POOL[:count]
+    init = draw(st.dictionaries(st.sampled_from(lifelines), updates(allow_z=False), max_size=2))
+    steps = draw(st.lists(st.tuples(st.integers(0, count - 1), st.sampled_from("aasrrc"),
+                                    st.integers(0, 10 ** 6), st.integers(0, 9)),
+                          max_size=max_events))
+    events, pending = [], {name: [] for name in lifelines}
+    for number, (who, kind, pick, z_chance) in enumerate(steps):
+        name = lifelines[who]
+        event_id = f"e{number}"
+        if kind == "r" and pending[name]:
+            msg = pending[name].pop(pick % len(pending[name]))  # any pending: non-FIFO
+            events.append(Event(event_id, name, "recv", msg=msg,
+                                set=draw(updates(allow_z=z_chance == 0))))
+        elif kind == "s":
+            to = lifelines[(who + 1 + pick % (count - 1)) % count]
+            msg = f"m{number}"
+            pending[to].append(msg)  # never received if no later "r" picks it: in transit
+            events.append(Event(event_id, name, "send", to=to, msg=msg))
+        elif kind == "c":
+            events.append(Event(event_id, name, "choice"))
+        else:
+            events.append(Event(event_id, name, "act", set=draw(updates(allow_z=z_chance == 0))))
+    return Trace(lifelines, init, events)
+
+
+def relinearise(trace: Trace, seed: int) -> Trace:
+    """Another linear extension of the same MSC: a random topological order."""
+    rng = random.Random(seed)
+    done: set[int] = set()
+    remaining = list(range(len(trace.events)))
+    order = []
+    while remaining:
+        ready = [i for i in remaining if all(p in done for p in trace.predecessors(i))]
+        chosen = rng.choice(ready)
+        remaining.remove(chosen)
+        done.add(chosen)
+        order.append(trace.events[chosen])
+    return Trace(trace.lifelines, trace.init, order, trace.vars, trace.symbols)
