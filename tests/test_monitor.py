@@ -1,0 +1,136 @@
+"""Hand-written monitor cases: the paper's Fig. 2, partiality, pruning, metadata."""
+
+from __future__ import annotations
+
+import pytest
+
+import cpl
+from cpl.compile import Guard, compile_guards
+from cpl.metadata import Metadata, MetadataError
+from cpl.monitor import Monitor
+from cpl.offline import evaluate_trace
+from cpl.tracefile import load_trace, parse_trace
+
+LIFELINES = ("Orchestrator", "TestRunner", "Security", "Committer")
+SCHEMA = cpl.Schema(lifelines=LIFELINES, variables=frozenset({"status", "candidate", "x"}))
+PAPER_GUARD = ("@TestRunner.candidate == candidate && @Security.candidate == candidate && "
+               "@TestRunner(status != failed S status == passed) && "
+               "@Security(status != critical S status == cleared)")
+
+
+def monitors_for(guard: str, owner: str = "Committer", prune: bool = True):
+    primitive = cpl.check(guard, SCHEMA).primitive
+    program = compile_guards([Guard(owner, primitive)], LIFELINES, prune=prune)
+    return primitive, program, {name: Monitor(program, name) for name in LIFELINES}
+
+
+def test_fig2_failure_in_transit_keeps_the_committer_guard_true(tmp_path):
+    trace = load_trace("examples/traces/fig2.json")
+    values = dict((e.id, v) for e, v in evaluate_trace(
+        trace, "@TestRunner(status != failed S status == passed)", "Committer"))
+    assert values["c3"] is True  # t3's failure was sent (t4) but is not received
+
+
+def test_fig2_guard_turns_false_once_the_failure_is_received():
+    primitive, _, m = monitors_for(PAPER_GUARD)
+    m["TestRunner"].act({"candidate": "c7", "status": "passed"})
+    passed = m["TestRunner"].send()
+    m["TestRunner"].act({"status": "failed"})
+    failed = m["TestRunner"].send()
+    m["Security"].act({"candidate": "c7", "status": "cleared"})
+    cleared = m["Security"].send()
+    m["Committer"].receive(passed)
+    m["Committer"].receive(cleared, {"candidate": "c7"})
+    m["Committer"].choice()
+    assert m["Committer"].value(primitive) is True
+    m["Committer"].receive(failed)
+    m["Committer"].choice()
+    assert m["Committer"].value(primitive) is False
+
+
+def test_non_fifo_an_older_report_arriving_last_does_not_roll_back_the_view():
+    primitive, _, m = monitors_for("@TestRunner(status == failed)")
+    m["TestRunner"].act({"status": "passed"})
+    old = m["TestRunner"].send()
+    m["TestRunner"].act({"status": "failed"})
+    new = m["TestRunner"].send()
+    m["Committer"].receive(new)
+    m["Committer"].receive(old)  # not ahead on TestRunner: nothing copied
+    m["Committer"].choice()
+    assert m["Committer"].value(primitive) is True
+
+
+@pytest.mark.parametrize("guard, expected", [
+    ("x != 1", False),  # an atom with an unset term is false
+    ("!(x == 1)", True),
+    ("x == null", False),
+    ("@TestRunner.x != 1", False),  # no TestRunner event visible
+    ("!Seen(TestRunner)", True),
+])
+def test_partiality_while_x_is_unset(guard, expected):
+    primitive, _, m = monitors_for(guard)
+    m["Committer"].act()
+    assert m["Committer"].value(primitive) is expected
+
+
+def test_null_is_a_value():
+    primitive, _, m = monitors_for("x == null")
+    m["Committer"].act({"x": None})
+    assert m["Committer"].value(primitive) is True
+
+
+def test_exports_are_pruned_to_what_is_read_remotely():
+    _, program, _ = monitors_for(PAPER_GUARD)
+    exported = {name: program.exports[program.index(name)] for name in LIFELINES}
+    assert [cpl.to_text(f) for f in exported["TestRunner"].formulas] == \
+        ["status != failed S status == passed"]
+    assert exported["TestRunner"].variables == ("candidate",)
+    assert exported["Orchestrator"].formulas == () and exported["Committer"].variables == ()
+    assert program.local("Orchestrator").slots == ()  # evaluates nothing
+
+
+def test_metadata_round_trips_and_does_not_grow_with_local_guards():
+    _, _, small = monitors_for(PAPER_GUARD)
+    small["TestRunner"].act({"candidate": "c7", "status": "passed"})
+    frame = small["TestRunner"].send()
+    assert Metadata.decode(frame.encode(), 4) == frame
+    more = PAPER_GUARD + " && candidate != x && Y Y candidate == x && @Orchestrator(x == 1)"
+    _, _, big = monitors_for(more)
+    big["TestRunner"].act({"candidate": "c7", "status": "passed"})
+    assert len(big["TestRunner"].send().encode()) == len(frame.encode())
+
+
+@pytest.mark.parametrize("frame, problem", [
+    (b"\xc1", "not a msgpack"),
+    (Metadata((1, 2), (0, 0), ((), ())).encode(), "clock must be 4"),
+    (Metadata((1, 2, 3, -1), (0, 0, 0, 0), ((),) * 4).encode(), "clock must be 4"),
+])
+def test_bad_metadata_frames_are_rejected_with_a_reason(frame, problem):
+    with pytest.raises(MetadataError, match=problem):
+        Metadata.decode(frame, 4)
+
+
+def test_unknown_owner_is_rejected():
+    primitive = cpl.check("x == 1", SCHEMA).primitive
+    with pytest.raises(ValueError, match="not lifelines"):
+        compile_guards([Guard("Nobody", primitive)], LIFELINES)
+
+
+def test_shared_subformulas_are_one_slot():
+    first = cpl.check("@TestRunner(status == passed) && x == 1", SCHEMA).primitive
+    second = cpl.check("@TestRunner(status == passed) || x == 2", SCHEMA).primitive
+    program = compile_guards([Guard("Committer", first), Guard("Committer", second)], LIFELINES)
+    committer = program.local("Committer")
+    at_nodes = [s for s in committer.slots if isinstance(s, cpl.ast.At)]
+    assert len(at_nodes) == 1
+    assert len(program.exports[program.index("TestRunner")].formulas) == 1
+
+
+def test_offline_evaluation_of_past_and_previous():
+    trace = parse_trace({"format": "cpl-msc/1", "lifelines": ["A", "B"], "events": [
+        {"id": "a1", "lifeline": "A", "kind": "act", "set": {"x": 1}},
+        {"id": "a2", "lifeline": "A", "kind": "send", "to": "B", "msg": "m"},
+        {"id": "b1", "lifeline": "B", "kind": "recv", "msg": "m"},
+        {"id": "b2", "lifeline": "B", "kind": "choice"}]})
+    values = [v for _, v in evaluate_trace(trace, "P @A(x == 1) && Y Seen(A)")]
+    assert values == [False, True, False, True]  # Y looks at the previous local event only
