@@ -29,11 +29,16 @@ def mscs(draw, min_lifelines: int = 2, max_lifelines: int = 6, max_events: int =
     count = draw(st.integers(min_lifelines, max_lifelines))
     lifelines = LIFELINE_POOL[:count]
     init = draw(st.dictionaries(st.sampled_from(lifelines), updates(allow_z=False), max_size=2))
-    steps = draw(st.lists(st.tuples(st.integers(0, count - 1), st.sampled_from("aasrrc"),
+    # An explicit size: left to itself Hypothesis favours very short lists.
+    size = draw(st.integers(0, max_events))
+    steps = draw(st.lists(st.tuples(st.integers(0, count - 1), st.sampled_from("asssrrrc"),
                                     st.integers(0, 10 ** 6), st.integers(0, 9)),
-                          max_size=max_events))
+                          min_size=size, max_size=size))
     events, pending = [], {name: [] for name in lifelines}
     for number, (who, kind, pick, z_chance) in enumerate(steps):
+        waiting = [name for name in lifelines if pending[name]]
+        if kind == "r" and waiting:
+            who = lifelines.index(waiting[who % len(waiting)])  # a receive happens where it can
         name = lifelines[who]
         event_id = f"e{number}"
         if kind == "r" and pending[name]:
