@@ -1,0 +1,83 @@
+"""Where a choreography statement was written, and errors that point there.
+
+Every DSL call records the user's file and line (the first stack frame
+outside this package), so that a mistake found later — by name
+resolution, projection or validation — is reported as
+``path:line: error: ...`` in the user's own file, like a compiler would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+import attrs
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+_SKIPPED = {os.path.abspath(contextlib.__file__)}  # `with c.if_(...)` enters through contextlib
+
+
+@attrs.frozen
+class Where:
+    """A source position: the user's file and 1-based line."""
+
+    path: str
+    line: int
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.line}"
+
+
+UNKNOWN = Where("<unknown>", 0)
+
+
+def caller() -> Where:
+    """The first frame outside the ``choreo`` package: the user's statement."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        path = os.path.abspath(frame.f_code.co_filename)
+        if os.path.dirname(path) != _PACKAGE_DIR and path not in _SKIPPED:
+            return Where(frame.f_code.co_filename, frame.f_lineno)
+        frame = frame.f_back
+    return UNKNOWN
+
+
+class ChoreographyError(Exception):
+    """A choreography that cannot be defined, projected, validated or run.
+
+    ``str()`` is the full message: ``path:line: error: message`` and any
+    indented detail lines (a guard's caret rendering, a fix).
+    """
+
+    def __init__(self, message: str, where: Where = UNKNOWN, detail: str = "",
+                 kind: str = "error"):
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.detail = detail
+        self.kind = kind  # a short tag naming the check, used by tests and tools
+
+    def render(self) -> str:
+        head = f"{self.where}: error: {self.message}" if self.where.line else \
+            f"{self.where.path}: error: {self.message}"
+        return head + ("\n" + self.detail if self.detail else "")
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+class ChoreographyErrors(ChoreographyError):
+    """Several problems at once (validation collects them all)."""
+
+    def __init__(self, errors: list[ChoreographyError]):
+        first = errors[0]
+        super().__init__(first.message, first.where, first.detail, first.kind)
+        self.errors = list(errors)
+
+    def render(self) -> str:
+        return "\n".join(error.render() for error in self.errors)
+
+
+def indent(text: str, prefix: str = "  ") -> str:
+    return "\n".join(prefix + line if line else line for line in text.splitlines())
