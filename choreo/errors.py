@@ -58,9 +58,19 @@ class ChoreographyError(Exception):
         self.detail = detail
         self.kind = kind  # a short tag naming the check, used by tests and tools
 
+    @staticmethod
+    def many(errors) -> "ChoreographyError":
+        """One exception for a list of problems (the list itself when there are several)."""
+        errors = list(errors)
+        return errors[0] if len(errors) == 1 else ChoreographyErrors(errors)
+
     def render(self) -> str:
-        head = f"{self.where}: error: {self.message}" if self.where.line else \
-            f"{self.where.path}: error: {self.message}"
+        if self.where.line:
+            head = f"{self.where}: error: {self.message}"
+        elif self.where is UNKNOWN:
+            head = f"error: {self.message}"
+        else:
+            head = f"{self.where.path}: error: {self.message}"
         return head + ("\n" + self.detail if self.detail else "")
 
     def __str__(self) -> str:

@@ -59,6 +59,47 @@ def cmd_eval(args) -> int:
     return EXIT_OK
 
 
+def _choreography(args):
+    from choreo import load_one
+    return load_one(args.choreo, args.name)
+
+
+def cmd_validate(args) -> int:
+    from choreo import ChoreographyError, validate
+    report = validate(_choreography(args))
+    if not report.ok:
+        raise ChoreographyError.many(report.errors)
+    print(report.summary())
+    return EXIT_OK
+
+
+def cmd_show(args) -> int:
+    from choreo import ChoreographyError, show, validate
+    choreography = _choreography(args)
+    if args.lifeline is not None and args.lifeline not in choreography.lifeline_names:
+        raise ChoreographyError(f"--lifeline: unknown lifeline '{args.lifeline}' (the "
+                                f"choreography has {', '.join(choreography.lifeline_names)})")
+    report = validate(choreography)
+    if report.projection is not None:  # shown even when invalid: it helps to see why
+        print(show(report.projection, args.lifeline, choreography.results), end="")
+    if not report.ok:
+        raise ChoreographyError.many(report.errors)
+    return EXIT_OK
+
+
+def _add_choreography_commands(commands) -> None:
+    for name, run, text in (
+            ("validate", cmd_validate, "check a choreography and list its inputs"),
+            ("show", cmd_show, "print the projected local program of each lifeline")):
+        command = commands.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        command.add_argument("choreo", metavar="CHOREO.py",
+                             help="a Python file defining Choreography objects at module level")
+        command.add_argument("--name", metavar="NAME", help="which choreography, if several")
+        if name == "show":
+            command.add_argument("--lifeline", metavar="NAME", help="only this lifeline")
+        command.set_defaults(run=run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cpl", description="Causal Past Logic guards for distributed agent workflows.")
@@ -82,13 +123,18 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--engine", choices=("monitor", "reference"), default="monitor",
                           help="the online monitor (default) or the literal reference evaluator")
     evaluate.set_defaults(run=cmd_eval)
+    _add_choreography_commands(commands)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
+    from choreo.errors import ChoreographyError
     args = build_parser().parse_args(argv)
     try:
         return args.run(args)
+    except ChoreographyError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_USAGE
     except GuardError as error:
         print(error.render(getattr(error, "origin", "guard")), file=sys.stderr)
         return EXIT_USAGE
