@@ -84,6 +84,7 @@ class Choreography(Declarations):
         self._frames = [_Frame("body")]
         self._open_if: If | None = None  # the if_ just closed: an else_ may follow
         self._next_id = 1
+        self.included_in: list[str] = []  # hosts that include this one as a sub-choreography
 
     def __repr__(self) -> str:
         return f"<Choreography {self.name!r}: {', '.join(self.lifeline_names)}>"

@@ -45,6 +45,7 @@ def include(host, sub, mapping: dict, where: Where) -> None:
             at = tuple(renames[n] for n in declared.at)
             host.inputs[name] = attrs.evolve(declared, at=at)
     host.problems.extend(sub.problems)
+    sub.included_in.append(host.name)  # so loading a file picks the host, not its parts
     copier = _Copier(host, renames)
     for statement in sub.body:
         host._append(copier.statement(statement))

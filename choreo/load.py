@@ -38,17 +38,19 @@ def load(path: str) -> dict[str, Choreography]:
 
 
 def pick(choreographies: dict[str, Choreography], name: str | None, path: str) -> Choreography:
-    """The one choreography ``--name`` names (or the only one)."""
+    """The one choreography ``--name`` names, or the only one not included in another."""
     if name is not None:
         if name in choreographies:
             return choreographies[name]
         raise ChoreographyError(f"no choreography named {name!r}", Where(path, 0),
                                 f"  hint: the file defines {', '.join(choreographies)}")
-    if len(choreographies) > 1:
+    main = [c for c in choreographies.values() if not c.included_in] or \
+        list(choreographies.values())
+    if len(main) > 1:
         raise ChoreographyError("the file defines several choreographies: "
-                                f"{', '.join(choreographies)}", Where(path, 0),
+                                f"{', '.join(c.name for c in main)}", Where(path, 0),
                                 "  fix: pick one with --name NAME")
-    return next(iter(choreographies.values()))
+    return main[0]
 
 
 def load_one(path: str, name: str | None = None) -> Choreography:

@@ -143,3 +143,32 @@ B = two.lifeline("B")
     result = cpl("show", path, "--name", "two")
     assert result.returncode == 0, result.stderr
     assert result.stdout == "B:\n  (nothing)\n"
+
+
+def test_a_file_with_a_sub_choreography_picks_the_one_that_includes_it(tmp_path):
+    path = write(tmp_path, """
+ask = Choreography("ask")
+Asker, Answerer = ask.lifelines("Asker", "Answerer")
+q = ask.var("q", int, init=1)
+ask.send(Asker, Answerer, q)
+
+main = Choreography("main")
+A, B = main.lifelines("A", "B")
+main.include(ask, lifelines={Asker: A, Answerer: B})
+main.include(ask, lifelines={Asker: B, Answerer: A})
+""")
+    assert choreo.load_one(str(path)).name == "main"
+    assert choreo.load_one(str(path), "ask").name == "ask"
+    result = cpl("show", path, "--lifeline", "A")
+    assert result.stdout == "A:\n  send q → B\n  recv q ← B\n"
+
+
+def test_a_guard_keyword_cannot_name_a_lifeline(tmp_path):
+    path = write(tmp_path, """
+c = Choreography("x")
+A, O = c.lifelines("A", "O")  # <-
+""")
+    error = load_error(path)
+    assert error.where.line == marked(path)
+    assert error.message.startswith("'O' cannot name a lifeline: use an identifier that is not a "
+                                    "guard keyword")
