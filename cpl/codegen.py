@@ -7,8 +7,12 @@ Algorithm 2 (one line per slot, commented with the subformula):
     atom α           read the store / the variable views; an unset term makes it 0
     Y θ              old[θ]                    (old is all 0 before A's first event)
     @B(θ), B ≠ A     bit k of views[B]         (views[B] is 0 while no B-event is visible)
-    θ1 S θ2          θ2 | (θ1 & old[θ1 S θ2])
-    ! & |            on 0/1 values
+    θ1 S θ2          θ2 or (θ1 and old[θ1 S θ2])
+    ! & |            not / and / or on 0/1 values (slots are 0, 1, False or True)
+
+The connectives short-circuit: every slot is still computed on its own line
+(so every atom, predicates included, is evaluated at every event), but
+``and``/``or`` on values already computed cost less than ``&``/``|``.
 
 It then stores A's own view (a bitmask of the exported slots) and variable
 view, and returns the new slot values, which become ``old`` at A's next event.
@@ -90,8 +94,19 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         if isinstance(node, ast.Compare):
             (left, l_unset), (right, r_unset) = term(node.left), term(node.right)
             text_constant = _is_text_constant(node.left) or _is_text_constant(node.right)
-            if text_constant and node.op in ("==", "!="):
-                test = f"{left} {node.op} {right}"  # Python's str equality is CPL's here
+            if text_constant and node.op == "==":
+                # Python's str equality is CPL's here, and UNSET equals no string,
+                # so this one needs no definedness test (a cheaper atom: see bench/).
+                return f"({left} == {right})"
+            if text_constant and node.op == "!=":
+                test = f"{left} != {right}"
+            elif node.op in ("==", "!="):
+                # Values of one type compare as Python compares them (values.equal); only
+                # mixed types (int vs float, bool vs int, …) need the full rule.
+                function = f"cmp_{_OP_NAMES[node.op]}"
+                namespace[function] = COMPARE[node.op]
+                test = (f"({left} {node.op} {right} if {_type_of(node.left, left)} is "
+                        f"{_type_of(node.right, right)} else {function}({left}, {right}))")
             else:
                 function = f"cmp_{_OP_NAMES[node.op]}"
                 namespace[function] = COMPARE[node.op]
@@ -117,26 +132,27 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         elif kind is ast.Prev:
             code = old(slot_of[node.body])
         elif kind is ast.Since:  # v{i} still holds the previous value here
-            code = f"v{slot_of[node.right]} | (v{slot_of[node.left]} & v{i})"
+            code = f"v{slot_of[node.right]} or (v{slot_of[node.left]} and v{i})"
         elif kind is ast.Not:
-            code = f"v{slot_of[node.body]} ^ 1"
+            code = f"not v{slot_of[node.body]}"
         elif kind is ast.And:
-            code = f"v{slot_of[node.left]} & v{slot_of[node.right]}"
+            code = f"v{slot_of[node.left]} and v{slot_of[node.right]}"
         elif kind is ast.Or:
-            code = f"v{slot_of[node.left]} | v{slot_of[node.right]}"
+            code = f"v{slot_of[node.left]} or v{slot_of[node.right]}"
         else:
             code = atom(node)
         body.append(f"v{i} = {code}  # {_show(node)}")
 
     own = shipped[index]
     evaluate = [f"y{i} = v{i}" for i in sorted(olds)] + head + body
-    if exported:
+    if exported:  # ``<< 0`` too: it turns a bool slot into the int a bitmask must be
         evaluate.append(f"views[{index}] = " + " | ".join(
-            f"v{s} << {k}" if k else f"v{s}" for k, s in enumerate(exported)))
-    cells = ", ".join(f"v{i}" for i in sorted(kept))
-    declare = [f"nonlocal {cells}"] if cells else []
+            f"v{s} << {k}" for k, s in enumerate(exported)))
     own_vars = f"varviews[{index}] = ({''.join(f'store.get({x!r}, U), ' for x in own.variables)})"
-    store_update = ["if updates:", "    store.update(updates)"] + (["    " + own_vars] if own.variables else [])
+    # ``store |= updates`` is dict.update without the method lookup and call: a third of
+    # the cost of a local step (bench/README.md, P1 local).  It rebinds ``store``, hence
+    # the ``nonlocal store`` of act and receive.
+    store_update = ["if updates:", "    store |= updates"] + (["    " + own_vars] if own.variables else [])
     merge = []
     for b in range(len(lifelines)):
         if b == index:
@@ -147,7 +163,10 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             merge += [f"    views[{b}] = mviews[{b}]", f"    varviews[{b}] = mvars[{b}]"]
     count = [f"vc[{index}] += 1"]
 
-    def function(signature, doc, steps, result=None):
+    def function(signature, doc, steps, result=None, updates=False):
+        """One event step; it rebinds the kept slots, and ``store`` if it applies updates."""
+        rebound = ["store"] * updates + [f"v{i}" for i in sorted(kept)]
+        declare = [f"nonlocal {', '.join(rebound)}"] if rebound else []
         lines = [f"    def {signature}:", f'        """{doc}"""']
         lines += ["        " + line for line in declare + steps]
         if result:
@@ -165,11 +184,13 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         "    store = dict(init)",
         *(["    " + own_vars] if own.variables else []),
         *([f"    {' = '.join(f'v{i}' for i in sorted(kept))} = 0"] if kept else []),
-        *function("act(updates=None)", "A local action.", store_update + count + evaluate),
+        *function("act(updates=None)", "A local action.", store_update + count + evaluate,
+                  updates=True),
         *function("send()", "A send: count, evaluate, return the metadata to ship.",
                   count + evaluate, "new(Metadata, (tuple(vc), tuple(views), tuple(varviews)))"),
         *function("receive(message, updates=None)", "A receive: merge views where the message is ahead.",
-                  ["mvc, mviews, mvars = message"] + merge + store_update + count + evaluate),
+                  ["mvc, mviews, mvars = message"] + merge + store_update + count + evaluate,
+                  updates=True),
         *function("choice()", "A decision event: the store is unchanged.", count + evaluate),
         f"    def values():",
         f"        return {{{', '.join(f'{i}: v{i}' for i in sorted(kept))}}}",
@@ -199,6 +220,13 @@ def _constant_atom(node, predicates) -> bool:
     if isinstance(node, ast.Compare):
         return COMPARE[node.op](*values)
     return _guarded(predicates.get(node.name))(*values)
+
+
+def _type_of(t, code: str) -> str:
+    """The type of a term as generated code: a builtin's name for a number or boolean literal."""
+    if isinstance(t, ast.Const) and type(t.value) in (bool, int, float):
+        return type(t.value).__name__
+    return f"type({code})"
 
 
 def _is_text_constant(t) -> bool:
