@@ -7,6 +7,8 @@ what a live run hands the receiver.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 from typing import Iterator
 
 from .check import check
@@ -36,6 +38,29 @@ def evaluate_trace(trace, guard: str, lifeline: str | None = None, *, prune: boo
     """The guard's value at every event (of ``lifeline`` only, if given), in trace order."""
     checked = check(guard, trace.schema())
     program = compile_guards([Guard(lifeline, checked.primitive)], trace.lifelines, prune=prune)
-    formula = checked.primitive
-    return [(event, monitor.value(formula)) for event, monitor in replay(trace, program)
-            if lifeline is None or event.lifeline == lifeline]
+    slot = {local.lifeline: local.slot_of.get(checked.primitive) for local in program.locals}
+    results = []
+    with collector_paused():
+        for event, monitor in replay(trace, program):
+            if lifeline is None or event.lifeline == lifeline:
+                results.append((event, bool(monitor.values[slot[event.lifeline]])))
+    return results
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Pause Python's cyclic garbage collector while a large acyclic result is built.
+
+    Every few hundred new objects the collector runs, and now and then it walks
+    every tracked object, the whole loaded trace included; building one
+    (event, value) pair per event of a 200,000-event trace that way cost more
+    than monitoring it (bench/README.md, P6).  Nothing built here forms a cycle,
+    so there is nothing for the collector to find; its previous state is restored.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
