@@ -1,0 +1,101 @@
+"""P6: ``cpl eval`` on a 200,000-event trace against a bare ``json.load`` of the same file.
+
+The trace is the P1 workload written with ``cpl.tracefile.dump_trace`` as JSON
+into a temporary directory.  Two measurements:
+
+* library: ``load_trace`` + ``offline.evaluate_trace`` in this process;
+* CLI: ``cpl eval TRACE GUARD --format jsonl > /dev/null`` as a subprocess,
+  minus the interpreter's start-up (``python -c pass``), also timed here,
+  both as the child's CPU time (user + system);
+* the CLI's fixed cost: the same command on a one-event trace (imports,
+  building the guard parser).
+
+The breakdown rows (load alone, evaluate alone) say where the time goes.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import workloads as w
+from timing import Row, child_cpu_seconds, cpu_seconds, interleaved, median
+
+GUARD = w.GUARD_FULL
+
+
+def cli_command() -> list[str]:
+    """The installed ``cpl`` script beside this interpreter, else ``python -m runtime.cli``."""
+    script = Path(sys.executable).with_name("cpl")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("cpl")
+    return [found] if found else [sys.executable, "-m", "runtime.cli"]
+
+
+def _subprocess_seconds(command: list[str]) -> float:
+    return child_cpu_seconds(lambda: subprocess.run(command, stdout=subprocess.DEVNULL,
+                                                    check=True))
+
+
+def run(quick: bool = False) -> list[Row]:
+    from cpl import offline
+    from cpl.tracefile import dump_trace, load_trace
+
+    n, repeats = (5_000, 1) if quick else (200_000, 5)
+    with tempfile.TemporaryDirectory() as directory:
+        path = os.path.join(directory, "trace.json")
+        dump_trace(w.mixed_trace(n), path)
+        size = os.path.getsize(path)
+        tiny = os.path.join(directory, "one.json")
+        dump_trace(w.mixed_trace(1), tiny)
+        gc.collect()
+
+        def json_load():
+            with open(path, encoding="utf-8") as handle:
+                return json.load(handle)
+
+        def library():
+            return offline.evaluate_trace(load_trace(path), GUARD)
+
+        loaded = load_trace(path)
+        runs = interleaved({
+            "json": lambda: cpu_seconds(json_load),
+            "library": lambda: cpu_seconds(library),
+            "load": lambda: cpu_seconds(lambda: load_trace(path)),
+            "evaluate": lambda: cpu_seconds(lambda: offline.evaluate_trace(loaded, GUARD)),
+            "cli": lambda: _subprocess_seconds(cli_command() + ["eval", path, GUARD,
+                                                                "--format", "jsonl"]),
+            "fixed": lambda: _subprocess_seconds(cli_command() + ["eval", tiny, GUARD,
+                                                                  "--format", "jsonl"]),
+            "startup": lambda: _subprocess_seconds([sys.executable, "-c", "pass"]),
+        }, repeats)
+        del loaded
+    cli_net = [c - s for c, s in zip(runs["cli"], runs["startup"])]
+    fixed_net = [c - s for c, s in zip(runs["fixed"], runs["startup"])]
+    base = median(runs["json"])
+    json_row = f"json.load ({size / 1e6:.1f} MB)"
+    return [
+        Row("P6", f"json.load of the trace ({n:,} events, {size / 1e6:.1f} MB)", base, "s",
+            runs["json"]),
+        Row("P6", "library: load_trace + evaluate_trace", median(runs["library"]), "s",
+            runs["library"], baseline=json_row, baseline_value=base, target="≤ 3×",
+            met=median(runs["library"]) <= 3 * base),
+        Row("P6", "  of which load_trace", median(runs["load"]), "s", runs["load"],
+            baseline=json_row, baseline_value=base),
+        Row("P6", "  of which evaluate_trace", median(runs["evaluate"]), "s", runs["evaluate"],
+            baseline=json_row, baseline_value=base),
+        Row("P6", "CLI `cpl eval --format jsonl` minus start-up", median(cli_net), "s", cli_net,
+            baseline=json_row, baseline_value=base, target="≤ 3×",
+            met=median(cli_net) <= 3 * base),
+        Row("P6", "  of which the CLI's fixed cost (1-event trace, minus start-up)",
+            median(fixed_net), "s", fixed_net),
+        Row("P6", "  interpreter start-up (`python -c pass`)", median(runs["startup"]), "s",
+            runs["startup"]),
+    ]

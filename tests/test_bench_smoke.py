@@ -1,0 +1,83 @@
+"""bench/ stays runnable: its workloads are valid traces and --quick produces every row.
+
+Correctness only — timing on a shared machine is no test.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from cpl.offline import evaluate_trace
+from cpl.reference import evaluate_all
+from cpl.tracefile import dump_trace, load_trace
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+import p3_metadata  # noqa: E402
+import run as bench_run  # noqa: E402
+import workloads as w  # noqa: E402
+
+
+@pytest.mark.parametrize("make", [w.mixed_trace, w.receive_heavy_trace])
+def test_workloads_are_valid_traces_that_round_trip(make, tmp_path):
+    trace = make(400)
+    path = tmp_path / "trace.json"
+    dump_trace(trace, path)
+    loaded = load_trace(path)  # validates: every receive after its send, on its lifeline
+    assert len(loaded.events) == 400
+    assert [e.to_dict() for e in loaded.events] == [e.to_dict() for e in trace.events]
+
+
+def test_mixed_workload_has_the_asked_mix_and_non_fifo_receives():
+    trace = w.mixed_trace(4000)
+    counts = w.kind_counts(trace)
+    for kind, share in w.MIX_P1.items():
+        assert abs(counts[kind] / 4000 - share) < 0.05, (kind, counts)
+    order = {e.msg: i for i, e in enumerate(trace.events) if e.kind == "send"}
+    received = [order[e.msg] for e in trace.events if e.kind == "recv" and e.lifeline == "Committer"]
+    assert received != sorted(received)  # some message overtakes another
+
+
+def test_driven_monitors_agree_with_the_reference_on_a_workload_prefix():
+    trace = w.mixed_trace(600)
+    program, (formula,) = w.compile_program({"Committer": w.GUARD_FULL}, trace.lifelines,
+                                            w.PAPER_VARS)
+    monitors, handlers = w.monitor_handlers(program, trace.lifelines)
+    steps, messages = w.steps(trace, handlers)
+    expected = [value for _, value in evaluate_all(trace, formula, "Committer")]
+    # drive step by step, reading the Committer's guard after each of its events
+    values, box = [], [None] * messages
+    for (code, function, slot, updates), event in zip(steps, trace.events):
+        if code == w.SEND:
+            box[slot] = function()
+        elif code == w.RECV:
+            function(box[slot], updates)
+        elif code == w.ACT:
+            function(updates)
+        else:
+            function()
+        if event.lifeline == "Committer":
+            values.append(monitors["Committer"].value(formula))
+    assert values == expected
+    assert [v for _, v in evaluate_trace(trace, w.GUARD_FULL, "Committer")] == expected
+
+
+def test_metadata_sizes_are_computed_and_local_guards_do_not_grow_them():
+    trace = w.mixed_trace(800)
+    base = p3_metadata.sizes(trace, [w.GUARD_FULL])
+    more = p3_metadata.sizes(trace, [w.GUARD_FULL, *p3_metadata.LOCAL_EXTRA])
+    assert all(base.values()) and more == base
+    sent, program = p3_metadata.messages(trace, [w.GUARD_FULL], prune=False)
+    assert all(len(p3_metadata.naive_json(m, program)) > len(m.encode()) for _, m in sent)
+
+
+def test_quick_run_produces_every_benchmark_row(capsys):
+    rows = bench_run.run(list(bench_run.BENCHMARKS), quick=True)
+    assert {r.bench for r in rows} == {"P1", "P1 local", "P2", "P3", "P6"}
+    assert all(r.value > 0 for r in rows)
+    assert "bench" in bench_run.table(rows)
+    with pytest.raises(SystemExit):
+        bench_run.select("P9")
