@@ -35,7 +35,7 @@ class Monitor:
     """``act``, ``send``, ``receive``, ``choice`` are the four event kinds."""
 
     __slots__ = ("program", "lifeline", "index", "act", "send", "receive", "choice",
-                 "_values", "vc", "views", "varviews", "store", "_slot_of")
+                 "_values", "_clock", "views", "varviews", "store", "_slot_of")
 
     def __init__(self, program: Program, lifeline: str, init: Mapping | None = None):
         local = program.local(lifeline)
@@ -44,7 +44,7 @@ class Monitor:
         self.index = local.index
         self._slot_of = local.slot_of
         (self.act, self.send, self.receive, self.choice, self._values,
-         self.vc, self.views, self.varviews, self.store) = local.factory(init or {})
+         self._clock, self.views, self.varviews, self.store) = local.factory(init or {})
 
     # Signatures of the generated steps, for the reader:
     #   act(updates: Mapping | None = None) -> None
@@ -55,6 +55,11 @@ class Monitor:
     def value(self, formula) -> bool:
         """A compiled guard's (primitive formula's) value at this lifeline's latest event."""
         return bool(self._values()[self._slot_of[formula]])
+
+    @property
+    def vc(self) -> list[int]:
+        """The vector clock (the steps keep the own entry aside; this writes it back)."""
+        return self._clock()
 
     @property
     def values(self) -> dict[int, int]:
