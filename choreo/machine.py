@@ -150,21 +150,22 @@ class Runner:
         self._settle(thread)
         return updates
 
-    def send(self, thread: Thread) -> Message:
+    def send(self, thread: Thread, msg_id: str = "") -> Message:
+        """The message of the send ``thread`` is at; ``msg_id`` is the transport's name for it."""
         top = thread.frames[-1]
         s = top.block[top.pc]
         values = {into: self.store.get(var) for var, into in zip(s.vars, s.into)}
         message = Message(("m", s.msg, top.path), self.name, s.to, values, self.monitor.send(),
-                          s.label)
+                          s.label, None, msg_id)
         top.pc += 1
         self._settle(thread)
         return message
 
-    def tell(self, thread: Thread) -> Message:
+    def tell(self, thread: Thread, msg_id: str = "") -> Message:
         top = thread.frames[-1]
         t = top.block[top.pc]
         message = Message(("c", t.choice, top.path), self.name, t.to, {}, self.monitor.send(),
-                          t.label, t.outcome)
+                          t.label, t.outcome, msg_id)
         top.pc += 1
         self._settle(thread)
         return message

@@ -53,31 +53,58 @@ def simulate(choreography, *, seed: int = 0, args=(), values: dict | None = None
     """Run a valid choreography; ``args`` are ``"key=value"`` texts, ``values`` typed inputs.
 
     ``record=False`` keeps no events (the trace is then empty), so long runs
-    take constant memory.
+    take constant memory.  Many seeds of one choreography: build a ``Simulator``
+    once and call its ``run``.
     """
-    report = validate(choreography)
-    if not report.ok:
-        raise ChoreographyError.many(report.errors)
-    inputs = parse_args(choreography, args, values)
-    return _Simulation(choreography, report.projection, seed, inputs, record).run(max_steps,
-                                                                                  timeout)
+    return Simulator(choreography).run(seed=seed, args=args, values=values,
+                                       max_steps=max_steps, timeout=timeout, record=record)
+
+
+class Simulator:
+    """A choreography validated, projected and its guards compiled — once.
+
+    Compiling the monitors (generating and ``exec``-ing their code) costs
+    several whole runs, and nothing in it depends on the seed or the inputs,
+    so a sweep over seeds builds one ``Simulator`` and calls ``run`` per seed.
+    """
+
+    def __init__(self, choreography, projection=None):
+        if projection is None:
+            report = validate(choreography)
+            if not report.ok:
+                raise ChoreographyError.many(report.errors)
+            projection = report.projection
+        c = self.c = choreography
+        self.projection = projection
+        self.guards = {d.choice: d.statement.guard.checked.primitive
+                       for d in projection.decisions}
+        self.program = compile_guards([MonitorGuard(d.owner, self.guards[d.choice])
+                                       for d in projection.decisions], c.lifeline_names)
+        self.canonical = {d.choice: d.statement.guard.canonical for d in projection.decisions}
+        self.symbols = tuple(m for s in c.symbol_sets.values() for m in s.members)
+
+    def run(self, *, seed: int = 0, args=(), values: dict | None = None,
+            max_steps: int | None = None, timeout: float | None = None,
+            record: bool = True) -> RunResult:
+        """One seeded run to completion (or to ``max_steps`` / ``timeout``)."""
+        inputs = parse_args(self.c, args, values)
+        return _Simulation(self, seed, inputs, record).run(max_steps, timeout)
 
 
 class _Simulation:
-    def __init__(self, c, projection, seed: int, inputs: dict, record: bool = True):
-        self.c, self.seed, self.inputs, self.recording = c, seed, inputs, record
+    def __init__(self, simulator: Simulator, seed: int, inputs: dict, record: bool = True):
+        c = self.c = simulator.c
+        self.seed, self.inputs, self.recording = seed, inputs, record
         self.stores = initial_stores(c, inputs)
-        guards = {d.choice: d.statement.guard.checked.primitive for d in projection.decisions}
-        program = compile_guards([MonitorGuard(d.owner, guards[d.choice])
-                                  for d in projection.decisions], c.lifeline_names)
-        self.canonical = {d.choice: d.statement.guard.canonical for d in projection.decisions}
+        self.canonical, self.symbols = simulator.canonical, simulator.symbols
+        program, guards = simulator.program, simulator.guards
         self.runners = [
-            Runner(projection.program(name), dict(self.stores[name]),
+            Runner(simulator.projection.program(name), dict(self.stores[name]),
                    Monitor(program, name, self.stores[name]), random.Random(f"{seed}:{name}"),
                    c.variables, guards)
             for name in c.lifeline_names]
         self.scheduler = random.Random(seed)
-        self.transit: dict = {}  # (receiver, key) -> Message
+        self.transit = {name: {} for name in c.lifeline_names}  # receiver -> {key: Message}
         self.events: list[Event] = []
         self.counts = {name: 0 for name in c.lifeline_names}
         self.messages = 0
@@ -110,13 +137,14 @@ class _Simulation:
         found = []
         transit = self.transit
         for runner in self.runners:
+            inbox = transit[runner.name]
             for thread in runner.threads:
                 want = thread.want
                 if want is None:
                     continue
                 if want[0] == "recv":
                     for key in want[1]:
-                        message = transit.get((runner.name, key))
+                        message = inbox.get(key)
                         if message is not None:
                             found.append((runner, thread, message))
                 else:
@@ -127,7 +155,7 @@ class _Simulation:
         kind, what = thread.want
         name = runner.name
         if kind == "recv":
-            del self.transit[(name, message.key)]
+            del self.transit[name][message.key]
             updates = runner.receive(thread, message)
             self.record(name, "recv", msg=message.msg_id, set=updates, label=message.label)
         elif kind == "act":
@@ -138,10 +166,10 @@ class _Simulation:
             self.record(name, "choice", label=what.label, guard=self.canonical[what.choice],
                         outcome=outcome)
         else:  # send, tell
-            message = runner.send(thread) if kind == "send" else runner.tell(thread)
             self.messages += 1
-            message = attrs.evolve(message, msg_id=f"m{self.messages}")
-            self.transit[(message.receiver, message.key)] = message
+            msg_id = f"m{self.messages}"
+            message = runner.send(thread, msg_id) if kind == "send" else runner.tell(thread, msg_id)
+            self.transit[message.receiver][message.key] = message
             payload = dict(message.values) if kind == "send" else {"outcome": message.outcome}
             self.record(name, "send", to=message.receiver, msg=message.msg_id,
                         label=message.label, payload=payload)
@@ -171,9 +199,8 @@ class _Simulation:
                 "status": status, "steps": steps, "recorded": self.recording}
         if error:
             meta["error"] = error
-        symbols = tuple(m for s in c.symbol_sets.values() for m in s.members)
         trace = Trace(tuple(c.lifeline_names), self.stores, tuple(self.events),
-                      tuple(c.variables), symbols, meta)
+                      tuple(c.variables), self.symbols, meta)
         return RunResult(status, results, expected, trace, error, steps)
 
 

@@ -9,7 +9,7 @@ import pytest
 import choreo
 from choreo import Choreography, ChoreographyError
 from choreo.inputs import parse_args
-from choreo.simulate import _Simulation, simulate
+from choreo.simulate import Simulator, simulate
 from choreo_util import cpl, marked, write
 from cpl.reference import recheck
 from cpl.tracefile import dumps_trace, load_trace, loads_trace
@@ -151,7 +151,7 @@ def test_deadlock_names_the_waiting_lifelines():
     broken = dict(projection.programs)
     broken["A"] = attrs.evolve(broken["A"], body=())  # A never sends
     projection = attrs.evolve(projection, programs=broken)
-    result = _Simulation(c, projection, 0, parse_args(c)).run(None, None)
+    result = Simulator(c, projection).run()
     assert result.status == "deadlock"
     assert result.error.startswith("deadlock: no event can happen; B waits for 'hello' from A (")
 
