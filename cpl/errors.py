@@ -11,6 +11,8 @@ from __future__ import annotations
 class GuardError(Exception):
     """A guard that does not parse, resolve or check."""
 
+    origin = "guard"  # what the source is, for the rendered prefix (a file name, say)
+
     def __init__(self, message: str, source: str = "", line: int = 0, column: int = 0,
                  width: int = 1, hint: str | None = None):
         super().__init__(message)
@@ -29,18 +31,21 @@ class GuardError(Exception):
 
     @property
     def source_line(self) -> str:
-        lines = self.source.splitlines() or [""]
+        # Lines end at "\n" only, as in line_column() and the lexer.
+        lines = self.source.split("\n")
         if 1 <= self.line <= len(lines):
-            return lines[self.line - 1]
+            return lines[self.line - 1].removesuffix("\r")
         return ""
 
-    def render(self, origin: str = "guard") -> str:
+    def render(self, origin: str | None = None) -> str:
         """The full human message: where, what, the line and a caret."""
+        origin = origin or self.origin
         if not self.line:
             text = f"{origin}: error: {self.message}"
         else:
             text = f"{origin}:{self.line}:{self.column}: error: {self.message}"
-            shown = self.source_line.expandtabs(1)
+            # One column per character: tabs and control characters show as spaces.
+            shown = "".join(c if c.isprintable() else " " for c in self.source_line)
             caret = " " * (self.column - 1) + "^" * min(self.width, max(1, len(shown) - self.column + 1))
             text += f"\n  {shown}\n  {caret}"
         if self.hint:

@@ -19,6 +19,10 @@ _KEYWORDS = {"S", "SINCE", "Y", "P", "O", "H", "SEEN", "TRUE", "FALSE", "NULL", 
 _WORDS = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string",
           "COMPARE": "a comparison operator", "$END": "the end of the guard"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
+# Operators nested deeper than this are refused with a located error: every
+# later stage (resolver, desugaring, printer, hashing, compiler) recurses.
+MAX_DEPTH = 100
+_OPERATORS = {"at", "not_", "prev", "past", "once", "hist", "since", "and_", "or_", "implies"}
 
 
 @functools.lru_cache(maxsize=None)
@@ -36,6 +40,7 @@ def parse(text: str) -> ast.Formula:
         raise GuardError("the guard is empty; expected a formula", text, 1, 1)
     try:
         tree = _lark().parse(text)
+        _check_depth(tree, text)
         return _Builder(text).transform(tree)
     except VisitError as error:  # raised inside the builder
         if isinstance(error.orig_exc, GuardError):
@@ -45,6 +50,20 @@ def parse(text: str) -> ast.Formula:
         raise _explain(text, error) from None
     except RecursionError:
         raise GuardError("the guard is nested too deeply to read", text, 1, 1) from None
+
+
+def _check_depth(tree, text: str) -> None:
+    """Refuse formulas nested more than ``MAX_DEPTH`` operators deep (without recursing)."""
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if node.data not in _OPERATORS:  # an atom: terms only below
+            continue
+        if depth > MAX_DEPTH:
+            raise GuardError(f"the guard nests operators more than {MAX_DEPTH} deep",
+                             text, node.meta.line, node.meta.column,
+                             hint="split it into several smaller guards")
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
 
 
 # ------------------------------------------------------------ tree → AST
@@ -87,7 +106,10 @@ class _Builder(Transformer):
             if not math.isfinite(value):
                 raise self._fail(f"number {text} is out of range", token)
         else:
-            value = int(text)
+            try:
+                value = int(text)
+            except ValueError:  # more digits than Python converts
+                raise self._fail(f"number {text[:20]}… has too many digits", token) from None
         return ast.Const(value, span=_token_span(token))
 
     def string(self, meta, children):
@@ -223,6 +245,8 @@ def _explain(text: str, error: UnexpectedInput) -> GuardError:
         message = f"expected a lifeline name after '@', but {found}"
     elif before and before[-1].type == "DOT":
         message = f"expected a variable name after '.', but {found}"
+    elif [t.type for t in before[-2:]] == ["SEEN", "LPAR"]:
+        message = f"expected a lifeline name after 'Seen(', but {found}"
     elif "BANG" in expected:
         message = f"expected a formula{previous}, but {found}"
     elif "NUMBER" in expected:
@@ -232,7 +256,7 @@ def _explain(text: str, error: UnexpectedInput) -> GuardError:
     elif token.type == "RPAR" and opened is None:
         message = "unmatched ')'"
     elif expected & {"AND", "OR", "S"}:
-        closing = ", '->' or ')'" if "RPAR" in expected else " or '->'"
+        closing = ", '->' or ')'" if opened is not None else " or '->'"
         message = (f"unexpected '{token}'{previous}; expected an operator such as "
                    f"'&&', '||', 'S'{closing}")
     else:
@@ -250,11 +274,13 @@ def _bad_character(text: str, offset: int) -> GuardError:
         return GuardError.at_offset("unterminated string", text, offset,
                                     hint=f"close it with {char} on the same line")
     rest = text[offset:offset + 2]
-    suggestions = {"=": "'=='", "&": "'&&'", "|": "'||'", "!": "'!' before a formula or '!='"}
+    # Longer prefixes first: '=!' and '=<' are swapped operators, '=>' an arrow.
+    suggestions = {"=!": "'!='", "=<": "'<='", "=>": "'->' or '>='", "=": "'=='", "&": "'&&'",
+                   "|": "'||'", "!": "'!' before a formula or '!='"}
     for prefix, word in suggestions.items():
         if rest.startswith(prefix):
             return GuardError.at_offset(f"unexpected '{char}'; did you mean {word}?", text, offset)
     if char == "@":
         return GuardError.at_offset("'@' must be followed by a lifeline name", text, offset)
-    shown = char if char.isprintable() else repr(char)
-    return GuardError.at_offset(f"unexpected character '{shown}'", text, offset)
+    shown = f"'{char}'" if char.isprintable() else f"U+{ord(char):04X}"
+    return GuardError.at_offset(f"unexpected character {shown}", text, offset)
