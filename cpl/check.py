@@ -52,4 +52,4 @@ def check(text: str, schema: Schema = Schema()) -> CheckedGuard:
     formula = resolve(parse(text), schema, text)
     named = named_lifelines(formula)
     every = schema.lifelines if schema.lifelines is not None else named
-    return CheckedGuard(text, formula, desugar(formula, every), named)
+    return CheckedGuard(text, formula, desugar(formula, every, text), named)

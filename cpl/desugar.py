@@ -20,9 +20,17 @@ from .errors import GuardError
 TRUE = ast.Bool(True)
 
 
-def desugar(formula: ast.Formula, lifelines) -> ast.Formula:
-    """Primitive form; ``lifelines`` (ordered) are what an unqualified ``P`` ranges over."""
-    return _desugar(formula, tuple(lifelines))
+def desugar(formula: ast.Formula, lifelines, source: str = "") -> ast.Formula:
+    """Primitive form; ``lifelines`` (ordered) are what an unqualified ``P`` ranges over.
+
+    ``source`` is the guard text, for the caret of an error.
+    """
+    try:
+        return _desugar(formula, tuple(lifelines))
+    except GuardError as error:
+        if error.line and not error.source:
+            error.source = source
+        raise
 
 
 def _desugar(node, lifelines: tuple):
@@ -39,11 +47,13 @@ def _desugar(node, lifelines: tuple):
         if isinstance(node.body, ast.At):
             return ast.At(node.body.lifeline, ast.Since(TRUE, _desugar(node.body.body, lifelines)))
         if not lifelines:
-            raise GuardError("'P φ' needs the set of lifelines; none is known here",
+            where = (node.span.line, node.span.column) if node.span else ()
+            raise GuardError("'P φ' needs the set of lifelines; none is known here", "", *where,
                              hint="write P @A(φ) for one lifeline, or give a schema")
-        body = _desugar(node.body, lifelines)
-        alternatives = [ast.At(b, ast.Since(TRUE, body)) for b in lifelines]
-        return functools.reduce(ast.Or, alternatives)
+        # One shared node for every lifeline: nested P stays a DAG of linear size
+        # (and comparing its copies stays linear, for they are the same object).
+        once = ast.Since(TRUE, _desugar(node.body, lifelines))
+        return functools.reduce(ast.Or, [ast.At(b, once) for b in lifelines])
     if kind in (ast.At, ast.Prev, ast.Not):
         return attrs.evolve(node, body=_desugar(node.body, lifelines), span=None)
     if kind in (ast.Since, ast.And, ast.Or):
@@ -68,7 +78,7 @@ def exports(formulas) -> dict[str, Exports]:
     bodies: dict[str, dict] = {}
     names: dict[str, dict] = {}
     for formula in formulas:
-        for node in ast.walk(formula):
+        for node in _distinct(formula):
             if isinstance(node, ast.At):
                 bodies.setdefault(node.lifeline, {}).setdefault(node.body, None)
             for term in ast.terms(node):
@@ -80,4 +90,18 @@ def exports(formulas) -> dict[str, Exports]:
 
 def subformulas(formula: ast.Formula) -> set:
     """The distinct subformulas (equal ones counted once)."""
-    return set(ast.walk(formula))
+    return set(_distinct(formula))
+
+
+def _distinct(formula: ast.Formula):
+    """Like ``ast.walk`` but visits equal subformulas once: desugared ``P`` shares
+    its body between lifelines, and nested ``P`` would make the tree exponential."""
+    seen: set = set()
+    stack = [formula]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        yield current
+        stack.extend(reversed(ast.children(current)))
