@@ -32,10 +32,10 @@ class Schema:
     def from_dict(cls, data, origin: str = "schema") -> "Schema":
         """Read ``{"lifelines": [...], "vars": {...} or [...], "symbols": [...]}``."""
         if not isinstance(data, dict):
-            raise GuardError(f"{origin}: expected a JSON object with lifelines, vars and symbols")
+            raise _schema_error(origin, "expected a JSON object with lifelines, vars and symbols")
         unknown = sorted(set(data) - {"lifelines", "vars", "symbols"})
         if unknown:
-            raise GuardError(f"{origin}: unknown key {unknown[0]!r} (keys are lifelines, vars, symbols)")
+            raise _schema_error(origin, f"unknown key {unknown[0]!r} (keys are lifelines, vars, symbols)")
         return cls(
             lifelines=_names(data, "lifelines", origin, tuple),
             variables=_names(data, "vars", origin, frozenset),
@@ -47,9 +47,9 @@ class Schema:
         try:
             data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as error:
-            raise GuardError(f"{path}: cannot read the schema: {error.strerror}") from None
+            raise _schema_error(str(path), f"cannot read the schema: {error.strerror}") from None
         except (ValueError, UnicodeDecodeError) as error:
-            raise GuardError(f"{path}: the schema is not JSON: {error}") from None
+            raise _schema_error(str(path), f"the schema is not JSON: {error}") from None
         return cls.from_dict(data, str(path))
 
 
@@ -59,8 +59,15 @@ def _names(data: dict, key: str, origin: str, kind):
     value = data[key]
     names = list(value) if isinstance(value, (dict, list)) else None
     if names is None or not all(isinstance(n, str) and n.isidentifier() for n in names):
-        raise GuardError(f"{origin}: '{key}' must be a list (or object) of identifiers")
+        raise _schema_error(origin, f"'{key}' must be a list (or object) of identifiers")
     return kind(names)
+
+
+def _schema_error(origin: str, message: str) -> GuardError:
+    """An error in the schema itself, rendered as ``FILE: error: ...``."""
+    error = GuardError(message)
+    error.origin = origin
+    return error
 
 
 def resolve(formula: ast.Formula, schema: Schema, source: str = "") -> ast.Formula:
