@@ -41,7 +41,7 @@ class Registry:
 
     def register(self, name: str, function: Callable[..., bool], arity: int | None = None) -> Predicate:
         if arity is None:
-            arity = len(inspect.signature(function).parameters)
+            arity = _positional_arity(name, function)
         if not name.isidentifier():
             raise ValueError(f"predicate name {name!r} is not an identifier")
         entry = Predicate(name, arity, function, (inspect.getdoc(function) or "").split("\n")[0])
@@ -65,10 +65,25 @@ class Registry:
 DEFAULT = Registry()
 
 
-def predicate(name: str | None = None, *, registry: Registry = DEFAULT):
+def _positional_arity(name: str, function) -> int:
+    """How many arguments a guard passes: the positional parameters.
+
+    A guard calls ``function(*args)`` with exactly that many; ``*args`` or a
+    keyword-only parameter without a default leave it unclear, so ask for it.
+    """
+    parameters = inspect.signature(function).parameters.values()
+    unclear = [p.name for p in parameters
+               if p.kind is p.VAR_POSITIONAL or (p.kind is p.KEYWORD_ONLY and p.default is p.empty)]
+    if unclear:
+        raise ValueError(f"predicate {name!r}: cannot infer the arity because of parameter "
+                         f"{unclear[0]!r}; pass arity=N")
+    return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
+
+
+def predicate(name: str | None = None, *, registry: Registry = DEFAULT, arity: int | None = None):
     """Decorator: register a function as a CPL predicate under ``name``."""
     def wrap(function):
-        registry.register(name or function.__name__, function)
+        registry.register(name or function.__name__, function, arity)
         return function
     return wrap
 
