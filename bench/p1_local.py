@@ -33,7 +33,7 @@ def _noop(updates=None):
 
 
 def run(quick: bool = False) -> list[Row]:
-    n, repeats, head = (5_000, 2, 100) if quick else (100_000, 9, 500)
+    n, repeats, head = (5_000, 2, 100) if quick else (100_000, 15, 500)
     trace = local_trace(n)
     updates = [dict(event.set) for event in trace.events]
 

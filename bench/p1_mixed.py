@@ -16,7 +16,7 @@ ZIPPERGEN = 0.09e6  # the issue's figure for ZipperGen 0.1.0a5 on this workload,
 
 
 def run(quick: bool = False) -> list[Row]:
-    n, repeats, head = (5_000, 2, 300) if quick else (100_000, 7, 2_000)
+    n, repeats, head = (5_000, 2, 300) if quick else (100_000, 9, 2_000)
     trace = w.mixed_trace(n)
     counts = w.kind_counts(trace)
     noop_steps, messages = w.steps(trace, w.noop_handlers(trace.lifelines))

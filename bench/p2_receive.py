@@ -14,7 +14,7 @@ from timing import Row, interleaved, median, rate, timed
 
 
 def run(quick: bool = False) -> list[Row]:
-    n, repeats, head = (5_000, 2, 300) if quick else (100_000, 7, 2_000)
+    n, repeats, head = (5_000, 2, 300) if quick else (100_000, 9, 2_000)
     trace = w.receive_heavy_trace(n)
     counts = w.kind_counts(trace)
     noop_steps, messages = w.steps(trace, w.noop_handlers(trace.lifelines))

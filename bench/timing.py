@@ -112,14 +112,16 @@ def fmt(value: float | None, unit: str = "") -> str:
 
 def table(rows: list[Row]) -> str:
     """A Markdown table, also readable in a terminal."""
-    head = ["bench", "measurement", "median", "unit", "baseline (same run)", "baseline median",
-            "ratio", "target", "met"]
+    head = ["bench", "measurement", "median", "unit", "runs: min – max", "baseline (same run)",
+            "baseline median", "ratio", "target", "met"]
     lines = []
     for r in rows:
         ratio = r.ratio
-        lines.append([r.bench, r.what, fmt(r.value, r.unit), r.unit, r.baseline or "—",
+        spread = (f"{fmt(min(r.runs), r.unit)} – {fmt(max(r.runs), r.unit)} ({len(r.runs)})"
+                  if len(r.runs) > 1 else "—")
+        lines.append([r.bench, r.what, fmt(r.value, r.unit), r.unit, spread, r.baseline or "—",
                       fmt(r.baseline_value, r.unit) if r.baseline_value is not None else "—",
-                      f"{ratio:.3g}×" if ratio is not None else "—", r.target or "—",
+                      _times(ratio), r.target or "—",
                       {True: "yes", False: "NO", None: "—"}[r.met]])
     widths = [max(len(str(x)) for x in column) for column in zip(head, *lines)]
 
@@ -130,3 +132,9 @@ def table(rows: list[Row]) -> str:
     out += [row(cells) for cells in lines]
     notes = [f"- {r.bench} {r.what}: {r.note}" for r in rows if r.note]
     return "\n".join(out + ([""] + notes if notes else []))
+
+
+def _times(ratio: float | None) -> str:
+    if ratio is None:
+        return "—"
+    return f"{ratio:,.0f}×" if ratio >= 1000 else f"{ratio:.3g}×"
