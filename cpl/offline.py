@@ -7,11 +7,10 @@ what a live run hands the receiver.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 from typing import Iterator
 
 from .check import check
+from .collector import collector_paused
 from .compile import Guard, compile_guards
 from .monitor import Monitor
 
@@ -45,22 +44,3 @@ def evaluate_trace(trace, guard: str, lifeline: str | None = None, *, prune: boo
             if lifeline is None or event.lifeline == lifeline:
                 results.append((event, bool(monitor.values[slot[event.lifeline]])))
     return results
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """Pause Python's cyclic garbage collector while a large acyclic result is built.
-
-    Every few hundred new objects the collector runs, and now and then it walks
-    every tracked object, the whole loaded trace included; building one
-    (event, value) pair per event of a 200,000-event trace that way cost more
-    than monitoring it (bench/README.md, P6).  Nothing built here forms a cycle,
-    so there is nothing for the collector to find; its previous state is restored.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()

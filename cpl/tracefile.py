@@ -15,6 +15,7 @@ from pathlib import Path
 
 import msgpack
 
+from .collector import collector_paused
 from .errors import TraceError
 from .msc import KINDS, Event, Trace
 
@@ -23,6 +24,9 @@ MSGPACK_SUFFIXES = (".msgpack", ".mpk")
 _TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "init", "events", "meta")
 _EVENT_FIELDS = ("id", "lifeline", "kind", "to", "msg", "set", "label", "guard", "outcome",
                  "vc", "time", "payload")
+_EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
+_PLAIN_TYPES = (str, int, bool, type(None))  # values that need no further check
+_NO_UPDATES: dict = {}
 _VALUE_TYPES = "string, number, boolean, null, list or object"
 
 __all__ = ["FORMAT", "TraceError", "load_trace", "loads_trace", "parse_trace", "dump_trace",
@@ -46,7 +50,8 @@ def loads_trace(raw: bytes | str, origin: str = "trace", *, msgpack_first: bool 
     """Decode bytes (JSON, falling back to msgpack) and validate them."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8")
-    return parse_trace(_decode(raw, origin, msgpack_first), origin)
+    with collector_paused():  # a trace is a million acyclic objects: see collector_paused
+        return parse_trace(_decode(raw, origin, msgpack_first), origin)
 
 
 class _DuplicateKey(ValueError):
@@ -54,11 +59,13 @@ class _DuplicateKey(ValueError):
 
 
 def _no_duplicates(pairs):
-    data = {}
-    for key, value in pairs:
-        if key in data:
-            raise _DuplicateKey(f"the key {key!r} occurs twice in one object")
-        data[key] = value
+    data = dict(pairs)
+    if len(data) < len(pairs):  # some key came twice: say which
+        seen = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _DuplicateKey(f"the key {key!r} occurs twice in one object")
+            seen.add(key)
     return data
 
 
@@ -142,6 +149,7 @@ class _Reader:
     def __init__(self, origin: str):
         self.origin = origin
         self.lifelines: tuple[str, ...] = ()
+        self.known: frozenset[str] = frozenset()  # the lifelines, for a quick membership test
         self.declared: frozenset[str] | None = None
 
     def fail(self, message: str, index: int | None = None, event_id: str | None = None):
@@ -165,6 +173,7 @@ class _Reader:
         if "lifelines" not in data:
             raise self.fail('missing "lifelines": list the lifeline names')
         self.lifelines = self.names(data["lifelines"], "lifelines")
+        self.known = frozenset(self.lifelines)
         variables = self.names(data.get("vars"), "vars", optional=True)
         symbols = self.names(data.get("symbols"), "symbols", optional=True)
         if variables is not None and symbols is not None:
@@ -260,13 +269,6 @@ class _Reader:
     # ----------------------------------------------------------- events
 
     def events(self, raw: list) -> list[Event]:
-        # Where each message is sent, to tell "sent later" from "never sent".
-        sends: dict = {}
-        for index, item in enumerate(raw):
-            if isinstance(item, dict) and item.get("kind") == "send":
-                msg = item.get("msg")
-                if isinstance(msg, str):
-                    sends.setdefault(msg, (index, item.get("id")))
         ids: dict[str, int] = {}
         sent: dict[str, tuple[int, Event]] = {}
         received: dict[str, tuple[int, Event]] = {}
@@ -274,107 +276,148 @@ class _Reader:
         for index, item in enumerate(raw):
             event = self.event(index, item, ids)
             ids[event.id] = index
-            where = _where(index, event)
             if event.kind == "send":
                 if event.msg in sent:
                     first, other = sent[event.msg]
-                    raise self.fail(f"{where}: sends message {event.msg!r}, which event #{first} "
-                                    f"{other.id!r} already sends; message ids are unique",
-                                    index, event.id)
+                    raise self.fail(f"{_where(index, event)}: sends message {event.msg!r}, which "
+                                    f"event #{first} {other.id!r} already sends; message ids are "
+                                    f"unique", index, event.id)
                 sent[event.msg] = (index, event)
             elif event.kind == "recv":
-                self.check_receive(index, event, sent, received, sends)
+                self.check_receive(index, event, sent, received, raw)
                 received[event.msg] = (index, event)
             events.append(event)
         return events
 
-    def check_receive(self, index, event, sent, received, sends) -> None:
-        where, msg = _where(index, event), event.msg
+    def check_receive(self, index, event, sent, received, raw) -> None:
+        msg = event.msg
         if msg not in sent:
-            if msg in sends:
-                later, later_id = sends[msg]
-                raise self.fail(f"{where}: receives message {msg!r} before its send (event "
-                                f"#{later} {later_id!r}); list events in causal order, every "
-                                f"send before its receive", index, event.id)
-            raise self.fail(f"{where}: receives message {msg!r}, which no earlier event sends"
-                            f"{_suggest(msg, sent)}", index, event.id)
+            later = _later_send(raw, index, msg)  # "sent later" or "never sent"?
+            if later is not None:
+                raise self.fail(f"{_where(index, event)}: receives message {msg!r} before its "
+                                f"send (event #{later} {raw[later].get('id')!r}); list events in "
+                                f"causal order, every send before its receive", index, event.id)
+            raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which no "
+                            f"earlier event sends{_suggest(msg, sent)}", index, event.id)
         send_index, send = sent[msg]
         if send.to != event.lifeline:
-            raise self.fail(f"{where}: receives message {msg!r}, but its send (event "
-                            f"#{send_index} {send.id!r}) is addressed to {send.to!r}",
+            raise self.fail(f"{_where(index, event)}: receives message {msg!r}, but its send "
+                            f"(event #{send_index} {send.id!r}) is addressed to {send.to!r}",
                             index, event.id)
         if msg in received:
             first, other = received[msg]
-            raise self.fail(f"{where}: receives message {msg!r}, which event #{first} "
-                            f"{other.id!r} already received; a message is received at most "
-                            f"once", index, event.id)
+            raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which event "
+                            f"#{first} {other.id!r} already received; a message is received "
+                            f"at most once", index, event.id)
 
     def event(self, index: int, item, ids: dict) -> Event:
+        """Check one event and build it.  This runs for every event of every trace loaded,
+        so the wording of a problem (and the ``event #3 't1' (A)`` that names the event) is
+        only put together when there is one."""
         if not isinstance(item, dict):
             raise self.fail(f"event #{index}: expected an object, found {_type_name(item)}", index)
         event_id = item.get("id")
         if not isinstance(event_id, str) or not event_id:
             found = "it is missing" if event_id is None else f"found {event_id!r}"
             raise self.fail(f"event #{index}: \"id\" must be a non-empty string ({found})", index)
-        head = f"event #{index} {event_id!r}"
-        for key in item:
-            if key not in _EVENT_FIELDS:
-                raise self.fail(f"{head}: unknown field {key!r}{_suggest(key, _EVENT_FIELDS)} "
-                                f"(fields are {', '.join(_EVENT_FIELDS)})", index, event_id)
+        if not item.keys() <= _EVENT_FIELD_SET:
+            key = next(key for key in item if key not in _EVENT_FIELD_SET)
+            raise self.fail(f"{_head(index, event_id)}: unknown field {key!r}"
+                            f"{_suggest(key, _EVENT_FIELDS)} (fields are "
+                            f"{', '.join(_EVENT_FIELDS)})", index, event_id)
         if event_id in ids:
-            raise self.fail(f"{head}: duplicate event id {event_id!r} (also event "
-                            f"#{ids[event_id]}); give every event a unique id", index, event_id)
+            raise self.fail(f"{_head(index, event_id)}: duplicate event id {event_id!r} (also "
+                            f"event #{ids[event_id]}); give every event a unique id",
+                            index, event_id)
         if "lifeline" not in item:
-            raise self.fail(f"{head}: missing \"lifeline\"", index, event_id)
-        lifeline = self.lifeline(item["lifeline"], head, index, event_id)
-        head = f"{head} ({lifeline})"
+            raise self.fail(f"{_head(index, event_id)}: missing \"lifeline\"", index, event_id)
+        lifeline = item["lifeline"]
+        if not (isinstance(lifeline, str) and lifeline in self.known):
+            self.lifeline(lifeline, _head(index, event_id), index, event_id)  # raises
         kind = item.get("kind")
         if kind not in KINDS:
             found = "missing \"kind\"" if kind is None else f"unknown kind {kind!r}"
-            raise self.fail(f"{head}: {found}{_suggest(kind, KINDS) if kind else ''}; "
-                            f"expected act, send, recv or choice", index, event_id)
-        get = {key: item.get(key) for key in _EVENT_FIELDS}
-
-        def bad(message: str) -> TraceError:
-            return self.fail(f"{head}: {message}", index, event_id)
-
+            raise self.bad(index, event_id, lifeline, f"{found}"
+                           f"{_suggest(kind, KINDS) if kind else ''}; expected act, send, recv "
+                           f"or choice")
+        get = item.get
+        to, msg, updates = get("to"), get("msg"), get("set")
         if kind == "send":
-            if get["to"] is None or get["msg"] is None:
-                missing = "to" if get["to"] is None else "msg"
-                raise bad(f'a send needs "{missing}" (the receiving lifeline and a message id)')
-            self.lifeline(get["to"], f'{head}: "to"', index, event_id)
-            if get["to"] == lifeline:
-                raise bad(f"sends to its own lifeline {lifeline!r}; a message goes to another "
-                          f"lifeline (use an act event for local steps)")
-        elif get["to"] is not None:
-            raise bad(f'"to" is only for a send, not {_a(kind)}')
-        if kind == "recv" and get["msg"] is None:
-            raise bad('a recv needs "msg": the id of the message it receives')
-        if kind in ("act", "choice") and get["msg"] is not None:
-            raise bad(f'"msg" is only for a send or recv, not {_a(kind)}')
-        if get["msg"] is not None and (not isinstance(get["msg"], str) or not get["msg"]):
-            raise bad(f'"msg" must be a non-empty string, found {get["msg"]!r}')
-        if get["set"] is not None:
+            if to is None or msg is None:
+                missing = "to" if to is None else "msg"
+                raise self.bad(index, event_id, lifeline, f'a send needs "{missing}" (the '
+                               f'receiving lifeline and a message id)')
+            if not (isinstance(to, str) and to in self.known):
+                self.lifeline(to, f'{_head(index, event_id, lifeline)}: "to"', index,
+                              event_id)  # raises
+            if to == lifeline:
+                raise self.bad(index, event_id, lifeline, f"sends to its own lifeline "
+                               f"{lifeline!r}; a message goes to another lifeline (use an act "
+                               f"event for local steps)")
+        elif to is not None:
+            raise self.bad(index, event_id, lifeline, f'"to" is only for a send, not {_a(kind)}')
+        if msg is None:
+            if kind == "recv":
+                raise self.bad(index, event_id, lifeline,
+                               'a recv needs "msg": the id of the message it receives')
+        elif kind in ("act", "choice"):
+            raise self.bad(index, event_id, lifeline,
+                           f'"msg" is only for a send or recv, not {_a(kind)}')
+        elif not isinstance(msg, str) or not msg:
+            raise self.bad(index, event_id, lifeline,
+                           f'"msg" must be a non-empty string, found {msg!r}')
+        if updates is not None:
             if kind in ("send", "choice"):
-                raise bad(f"a {kind} cannot \"set\" variables (only act and recv update the "
-                          f"store); put the assignment on an act event before it")
-            self.store(get["set"], f'{head}: "set"', index, event_id)
-        for field in ("guard", "outcome"):
-            if get[field] is not None and kind != "choice":
-                raise bad(f'"{field}" is only for a choice, not {_a(kind)}')
-        for field in ("label", "guard"):
-            if get[field] is not None and not isinstance(get[field], str):
-                raise bad(f'"{field}" must be a string, found {_type_name(get[field])}')
-        if get["outcome"] is not None and not isinstance(get["outcome"], bool):
-            raise bad(f'"outcome" must be true or false, found {get["outcome"]!r}')
-        self.clock(get["vc"], head, index, event_id)
-        time = get["time"]
+                raise self.bad(index, event_id, lifeline, f"a {kind} cannot \"set\" variables "
+                               f"(only act and recv update the store); put the assignment on "
+                               f"an act event before it")
+            if not self.plain_store(updates):
+                self.store(updates, f'{_head(index, event_id, lifeline)}: "set"', index, event_id)
+        label, guard, outcome = get("label"), get("guard"), get("outcome")
+        if label is not None or guard is not None or outcome is not None:
+            self.decision_fields(index, event_id, lifeline, kind, label, guard, outcome)
+        vc, time, payload = get("vc"), get("time"), get("payload")
+        if vc is not None:
+            self.clock(vc, _head(index, event_id, lifeline), index, event_id)
         if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
                                  or not math.isfinite(time)):
-            raise bad(f'"time" must be a number of seconds, found {time!r}')
-        self.value(get["payload"], f'{head}: "payload"', index, event_id)
-        return Event(event_id, lifeline, kind, get["to"], get["msg"], get["set"] or {},
-                     get["label"], get["guard"], get["outcome"], get["vc"], time, get["payload"])
+            raise self.bad(index, event_id, lifeline,
+                           f'"time" must be a number of seconds, found {time!r}')
+        if payload is not None:
+            self.value(payload, f'{_head(index, event_id, lifeline)}: "payload"', index,
+                       event_id)
+        return Event(event_id, lifeline, kind, to, msg, updates or _NO_UPDATES, label, guard,
+                     outcome, vc, time, payload)
+
+    def decision_fields(self, index, event_id, lifeline, kind, label, guard, outcome) -> None:
+        """``guard`` and ``outcome`` belong to a choice; ``label`` and ``guard`` are text."""
+        for field, value in (("guard", guard), ("outcome", outcome)):
+            if value is not None and kind != "choice":
+                raise self.bad(index, event_id, lifeline,
+                               f'"{field}" is only for a choice, not {_a(kind)}')
+        for field, value in (("label", label), ("guard", guard)):
+            if value is not None and not isinstance(value, str):
+                raise self.bad(index, event_id, lifeline,
+                               f'"{field}" must be a string, found {_type_name(value)}')
+        if outcome is not None and not isinstance(outcome, bool):
+            raise self.bad(index, event_id, lifeline,
+                           f'"outcome" must be true or false, found {outcome!r}')
+
+    def bad(self, index: int, event_id: str, lifeline: str, message: str) -> TraceError:
+        """A problem with event #index, named the way every event message names it."""
+        return self.fail(f"{_head(index, event_id, lifeline)}: {message}", index, event_id)
+
+    def plain_store(self, store) -> bool:
+        """The usual ``set``: declared names → strings, integers, booleans or null.  Such a
+        store passes ``store`` unchanged; anything else goes there to be checked in full."""
+        if type(store) is not dict:
+            return False
+        declared = self.declared
+        for key, value in store.items():
+            if (type(key) is not str or not key or type(value) not in _PLAIN_TYPES
+                    or (declared is not None and key not in declared)):
+                return False
+        return True
 
     def clock(self, vc, head: str, index: int, event_id: str) -> None:
         if vc is None:
@@ -394,4 +437,19 @@ def _a(kind: str) -> str:
 
 
 def _where(index: int, event: Event) -> str:
-    return f"event #{index} {event.id!r} ({event.lifeline})"
+    return _head(index, event.id, event.lifeline)
+
+
+def _head(index: int, event_id: str, lifeline: str | None = None) -> str:
+    """How messages name an event: ``event #3 't1' (TestRunner)``."""
+    head = f"event #{index} {event_id!r}"
+    return head if lifeline is None else f"{head} ({lifeline})"
+
+
+def _later_send(raw: list, index: int, msg: str) -> int | None:
+    """Index of a send of ``msg`` after event ``index``, if the list has one."""
+    for later in range(index + 1, len(raw)):
+        item = raw[later]
+        if isinstance(item, dict) and item.get("kind") == "send" and item.get("msg") == msg:
+            return later
+    return None
