@@ -1,25 +1,25 @@
-"""Algorithm 2 of the CPL paper, compiled into straight-line Python per lifeline.
+"""Algorithms 1 and 2 of the CPL paper, generated as straight-line Python per lifeline.
 
-For lifeline A the generated ``evaluate(store, old, views, varviews)`` computes
-every slot of A bottom-up at the current event, exactly by the cases of
-Algorithm 2 (one line per slot, commented with the subformula):
+For lifeline A, ``generate_monitor`` writes a factory ``monitor_A(init)`` that
+holds A's state (Definition 4: ``vc``, ``views``, ``varviews``, ``store``) in
+closure cells and returns four event steps, ``act``, ``send``, ``receive`` and
+``choice``.  Each step is Algorithm 1 — a receive first copies B's entries
+where the message is strictly ahead on B — followed by Algorithm 2 inlined:
+every slot of A computed bottom-up, one line per slot, commented with its
+subformula:
 
-    atom α           read the store / the variable views; an unset term makes it 0
-    Y θ              old[θ]                    (old is all 0 before A's first event)
+    atom α           read the store / the variable views; an unset term makes it false
+    Y θ              y_θ, θ's value saved before this event (0 before A's first event)
     @B(θ), B ≠ A     bit k of views[B]         (views[B] is 0 while no B-event is visible)
-    θ1 S θ2          θ2 or (θ1 and old[θ1 S θ2])
-    ! & |            not / and / or on 0/1 values (slots are 0, 1, False or True)
+    θ1 S θ2          θ2 or (θ1 and v_self), v_self still holding the previous value
+    ! && ||          not / and / or on values already computed
 
-The connectives short-circuit: every slot is still computed on its own line
-(so every atom, predicates included, is evaluated at every event), but
-``and``/``or`` on values already computed cost less than ``&``/``|``.
-
-It then stores A's own view (a bitmask of the exported slots) and variable
-view, and returns the new slot values, which become ``old`` at A's next event.
-
-Each event step is one closure with the state in cells; per-event costs were
-measured in bench/ (P1, P1 local), which is why the own clock entry is a cell
-of its own and why the store is updated with ``|=``.
+Every slot is computed at every event (atoms and predicates included); the
+connectives short-circuit only over values already at hand.  A's own view
+(a bitmask of its exported slots) and variable view are updated as the paper
+says.  ``LocalProgram.source`` is the generated text, for reading beside the
+paper.  Per-event costs were measured in bench/ (P1, P1 local), which is why
+the own clock entry is a cell of its own and the store is updated with ``|=``.
 """
 
 from __future__ import annotations
