@@ -1,0 +1,353 @@
+"""Checking a decoded ``cpl-msc/1`` document (spec/trace.md) and building its ``Trace``.
+
+A malformed trace is rejected as a whole, with the first problem in list
+order: a guard value computed from a broken MSC would be meaningless, so
+nothing is evaluated from it.  Messages name the event (``#index`` in the
+``events`` list, 0-based, and its id) and say what to do.  Turning bytes into
+a document and back is ``cpl.tracefile``'s job.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+
+from .errors import TraceError
+from .msc import KINDS, Event, Trace
+
+FORMAT = "cpl-msc/1"
+_TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "init", "events", "meta")
+_EVENT_FIELDS = ("id", "lifeline", "kind", "to", "msg", "set", "label", "guard", "outcome",
+                 "vc", "time", "payload")
+_EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
+_PLAIN_TYPES = (str, int, bool, type(None))  # values that need no further check
+_NO_UPDATES: dict = {}
+_VALUE_TYPES = "string, number, boolean, null, list or object"
+
+__all__ = ["FORMAT", "parse_trace"]
+
+
+def parse_trace(data, origin: str = "trace") -> Trace:
+    """Validate a decoded document and build the ``Trace``; ``TraceError`` on the first problem."""
+    return _Reader(origin).trace(data)
+
+
+def _suggest(name, known) -> str:
+    close = difflib.get_close_matches(str(name), sorted(map(str, known)), n=1, cutoff=0.6)
+    return f"; did you mean '{close[0]}'?" if close else ""
+
+
+def _type_name(value) -> str:
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "a number", float: "a number", type(None): "null"}.get(type(value),
+                                                                        type(value).__name__)
+
+
+class _Reader:
+    def __init__(self, origin: str):
+        self.origin = origin
+        self.lifelines: tuple[str, ...] = ()
+        self.known: frozenset[str] = frozenset()  # the lifelines, for a quick membership test
+        self.declared: frozenset[str] | None = None
+
+    def fail(self, message: str, index: int | None = None, event_id: str | None = None):
+        return TraceError(message, self.origin, index, event_id)
+
+    # ------------------------------------------------------- top level
+
+    def trace(self, data) -> Trace:
+        if not isinstance(data, dict):
+            raise self.fail(f"expected a JSON object with \"format\", \"lifelines\" and "
+                            f"\"events\", found {_type_name(data)}")
+        for key in data:
+            if key not in _TOP_FIELDS:
+                raise self.fail(f"unknown top-level field {key!r}{_suggest(key, _TOP_FIELDS)} "
+                                f"(fields are {', '.join(_TOP_FIELDS)})")
+        if "format" not in data:
+            raise self.fail(f'missing "format": add "format": "{FORMAT}"')
+        if data["format"] != FORMAT:
+            raise self.fail(f"format is {data['format']!r}, but this reader understands "
+                            f"'{FORMAT}'")
+        if "lifelines" not in data:
+            raise self.fail('missing "lifelines": list the lifeline names')
+        self.lifelines = self.names(data["lifelines"], "lifelines")
+        self.known = frozenset(self.lifelines)
+        variables = self.names(data.get("vars"), "vars", optional=True)
+        symbols = self.names(data.get("symbols"), "symbols", optional=True)
+        if variables is not None and symbols is not None:
+            both = sorted(set(variables) & set(symbols))
+            if both:
+                raise self.fail(f"{both[0]!r} is listed both in \"vars\" and in \"symbols\"; "
+                                f"a name is one or the other")
+        self.declared = None if variables is None else frozenset(variables)
+        init = self.init(data.get("init"))
+        if "events" not in data:
+            raise self.fail('missing "events": list the events (it may be empty)')
+        if not isinstance(data["events"], list):
+            raise self.fail(f'"events" must be a list, found {_type_name(data["events"])}')
+        events = self.events(data["events"])
+        meta = data.get("meta")
+        if meta is not None and not isinstance(meta, dict):
+            raise self.fail(f'"meta" must be an object, found {_type_name(meta)}')
+        if meta is not None:
+            self.value(meta, '"meta"')
+        return Trace(self.lifelines, init, events, variables, symbols, meta)
+
+    def names(self, value, field: str, optional: bool = False) -> tuple[str, ...] | None:
+        if value is None and optional:
+            return None
+        if not isinstance(value, list):
+            raise self.fail(f'"{field}" must be a list of names, found {_type_name(value)}')
+        seen: set[str] = set()
+        for name in value:
+            if not isinstance(name, str) or not name:
+                raise self.fail(f'"{field}" must list non-empty strings, found {name!r}')
+            if name in seen:
+                raise self.fail(f'"{field}" lists {name!r} twice')
+            seen.add(name)
+        return tuple(value)
+
+    def lifeline(self, name, what: str, index: int | None = None, event_id=None) -> str:
+        if not isinstance(name, str):
+            raise self.fail(f"{what} must be a lifeline name, found {_type_name(name)}",
+                            index, event_id)
+        if name not in self.lifelines:
+            raise self.fail(f"{what}: unknown lifeline {name!r}{_suggest(name, self.lifelines)} "
+                            f"(lifelines: {', '.join(self.lifelines) or 'none'}); add it to "
+                            f'"lifelines" or fix the name', index, event_id)
+        return name
+
+    def init(self, value) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise self.fail(f'"init" must be an object lifeline → {{variable: value}}, '
+                            f"found {_type_name(value)}")
+        for name, store in value.items():
+            self.lifeline(name, '"init"')
+            self.store(store, f'"init" of {name}')
+        return value
+
+    def store(self, store, where: str, index=None, event_id=None) -> None:
+        if not isinstance(store, dict):
+            raise self.fail(f"{where} must be an object variable → value, found "
+                            f"{_type_name(store)}", index, event_id)
+        for key, value in store.items():
+            if not isinstance(key, str) or not key:
+                raise self.fail(f"{where} has the key {key!r}; variable names are non-empty "
+                                f"strings", index, event_id)
+            if self.declared is not None and key not in self.declared:
+                raise self.fail(f"{where} assigns {key!r}, which \"vars\" does not declare"
+                                f"{_suggest(key, self.declared)}; add it to \"vars\"",
+                                index, event_id)
+            self.value(value, f"{where}: {key!r}", index, event_id)
+
+    def value(self, value, where: str, index=None, event_id=None) -> None:
+        """JSON values only, so every trace can be written back as JSON."""
+        if value is None or isinstance(value, (bool, int, str)):
+            return
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise self.fail(f"{where} is {value}, which JSON cannot hold", index, event_id)
+            return
+        if isinstance(value, list):
+            for item in value:
+                self.value(item, where, index, event_id)
+            return
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    raise self.fail(f"{where} holds an object with the key {key!r}; object keys "
+                                    f"are strings", index, event_id)
+                self.value(item, where, index, event_id)
+            return
+        raise self.fail(f"{where} holds a {type(value).__name__} value; values are "
+                        f"{_VALUE_TYPES}", index, event_id)
+
+    # ----------------------------------------------------------- events
+
+    def events(self, raw: list) -> list[Event]:
+        ids: dict[str, int] = {}
+        sent: dict[str, tuple[int, Event]] = {}
+        received: dict[str, tuple[int, Event]] = {}
+        events = []
+        for index, item in enumerate(raw):
+            event = self.event(index, item, ids)
+            ids[event.id] = index
+            if event.kind == "send":
+                if event.msg in sent:
+                    first, other = sent[event.msg]
+                    raise self.fail(f"{_where(index, event)}: sends message {event.msg!r}, which "
+                                    f"event #{first} {other.id!r} already sends; message ids are "
+                                    f"unique", index, event.id)
+                sent[event.msg] = (index, event)
+            elif event.kind == "recv":
+                self.check_receive(index, event, sent, received, raw)
+                received[event.msg] = (index, event)
+            events.append(event)
+        return events
+
+    def check_receive(self, index, event, sent, received, raw) -> None:
+        msg = event.msg
+        if msg not in sent:
+            later = _later_send(raw, index, msg)  # "sent later" or "never sent"?
+            if later is not None:
+                raise self.fail(f"{_where(index, event)}: receives message {msg!r} before its "
+                                f"send (event #{later} {raw[later].get('id')!r}); list events in "
+                                f"causal order, every send before its receive", index, event.id)
+            raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which no "
+                            f"earlier event sends{_suggest(msg, sent)}", index, event.id)
+        send_index, send = sent[msg]
+        if send.to != event.lifeline:
+            raise self.fail(f"{_where(index, event)}: receives message {msg!r}, but its send "
+                            f"(event #{send_index} {send.id!r}) is addressed to {send.to!r}",
+                            index, event.id)
+        if msg in received:
+            first, other = received[msg]
+            raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which event "
+                            f"#{first} {other.id!r} already received; a message is received "
+                            f"at most once", index, event.id)
+
+    def event(self, index: int, item, ids: dict) -> Event:
+        """Check one event and build it.  This runs for every event of every trace loaded,
+        so the wording of a problem (and the ``event #3 't1' (A)`` that names the event) is
+        only put together when there is one."""
+        if not isinstance(item, dict):
+            raise self.fail(f"event #{index}: expected an object, found {_type_name(item)}", index)
+        event_id = item.get("id")
+        if not isinstance(event_id, str) or not event_id:
+            found = "it is missing" if event_id is None else f"found {event_id!r}"
+            raise self.fail(f"event #{index}: \"id\" must be a non-empty string ({found})", index)
+        if not item.keys() <= _EVENT_FIELD_SET:
+            key = next(key for key in item if key not in _EVENT_FIELD_SET)
+            raise self.fail(f"{_head(index, event_id)}: unknown field {key!r}"
+                            f"{_suggest(key, _EVENT_FIELDS)} (fields are "
+                            f"{', '.join(_EVENT_FIELDS)})", index, event_id)
+        if event_id in ids:
+            raise self.fail(f"{_head(index, event_id)}: duplicate event id {event_id!r} (also "
+                            f"event #{ids[event_id]}); give every event a unique id",
+                            index, event_id)
+        if "lifeline" not in item:
+            raise self.fail(f"{_head(index, event_id)}: missing \"lifeline\"", index, event_id)
+        lifeline = item["lifeline"]
+        if not (isinstance(lifeline, str) and lifeline in self.known):
+            self.lifeline(lifeline, _head(index, event_id), index, event_id)  # raises
+        kind = item.get("kind")
+        if kind not in KINDS:
+            found = "missing \"kind\"" if kind is None else f"unknown kind {kind!r}"
+            raise self.bad(index, event_id, lifeline, f"{found}"
+                           f"{_suggest(kind, KINDS) if kind else ''}; expected act, send, recv "
+                           f"or choice")
+        get = item.get
+        to, msg, updates = get("to"), get("msg"), get("set")
+        if kind == "send":
+            if to is None or msg is None:
+                missing = "to" if to is None else "msg"
+                raise self.bad(index, event_id, lifeline, f'a send needs "{missing}" (the '
+                               f'receiving lifeline and a message id)')
+            if not (isinstance(to, str) and to in self.known):
+                self.lifeline(to, f'{_head(index, event_id, lifeline)}: "to"', index,
+                              event_id)  # raises
+            if to == lifeline:
+                raise self.bad(index, event_id, lifeline, f"sends to its own lifeline "
+                               f"{lifeline!r}; a message goes to another lifeline (use an act "
+                               f"event for local steps)")
+        elif to is not None:
+            raise self.bad(index, event_id, lifeline, f'"to" is only for a send, not {_a(kind)}')
+        if msg is None:
+            if kind == "recv":
+                raise self.bad(index, event_id, lifeline,
+                               'a recv needs "msg": the id of the message it receives')
+        elif kind in ("act", "choice"):
+            raise self.bad(index, event_id, lifeline,
+                           f'"msg" is only for a send or recv, not {_a(kind)}')
+        elif not isinstance(msg, str) or not msg:
+            raise self.bad(index, event_id, lifeline,
+                           f'"msg" must be a non-empty string, found {msg!r}')
+        if updates is not None:
+            if kind in ("send", "choice"):
+                raise self.bad(index, event_id, lifeline, f"a {kind} cannot \"set\" variables "
+                               f"(only act and recv update the store); put the assignment on "
+                               f"an act event before it")
+            if not self.plain_store(updates):
+                self.store(updates, f'{_head(index, event_id, lifeline)}: "set"', index, event_id)
+        label, guard, outcome = get("label"), get("guard"), get("outcome")
+        if label is not None or guard is not None or outcome is not None:
+            self.decision_fields(index, event_id, lifeline, kind, label, guard, outcome)
+        vc, time, payload = get("vc"), get("time"), get("payload")
+        if vc is not None:
+            self.clock(vc, _head(index, event_id, lifeline), index, event_id)
+        if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
+                                 or not math.isfinite(time)):
+            raise self.bad(index, event_id, lifeline,
+                           f'"time" must be a number of seconds, found {time!r}')
+        if payload is not None:
+            self.value(payload, f'{_head(index, event_id, lifeline)}: "payload"', index,
+                       event_id)
+        return Event(event_id, lifeline, kind, to, msg, updates or _NO_UPDATES, label, guard,
+                     outcome, vc, time, payload)
+
+    def decision_fields(self, index, event_id, lifeline, kind, label, guard, outcome) -> None:
+        """``guard`` and ``outcome`` belong to a choice; ``label`` and ``guard`` are text."""
+        for field, value in (("guard", guard), ("outcome", outcome)):
+            if value is not None and kind != "choice":
+                raise self.bad(index, event_id, lifeline,
+                               f'"{field}" is only for a choice, not {_a(kind)}')
+        for field, value in (("label", label), ("guard", guard)):
+            if value is not None and not isinstance(value, str):
+                raise self.bad(index, event_id, lifeline,
+                               f'"{field}" must be a string, found {_type_name(value)}')
+        if outcome is not None and not isinstance(outcome, bool):
+            raise self.bad(index, event_id, lifeline,
+                           f'"outcome" must be true or false, found {outcome!r}')
+
+    def bad(self, index: int, event_id: str, lifeline: str, message: str) -> TraceError:
+        """A problem with event #index, named the way every event message names it."""
+        return self.fail(f"{_head(index, event_id, lifeline)}: {message}", index, event_id)
+
+    def plain_store(self, store) -> bool:
+        """The usual ``set``: declared names → strings, integers, booleans or null.  Such a
+        store passes ``store`` unchanged; anything else goes there to be checked in full."""
+        if type(store) is not dict:
+            return False
+        declared = self.declared
+        for key, value in store.items():
+            if (type(key) is not str or not key or type(value) not in _PLAIN_TYPES
+                    or (declared is not None and key not in declared)):
+                return False
+        return True
+
+    def clock(self, vc, head: str, index: int, event_id: str) -> None:
+        if vc is None:
+            return
+        if not isinstance(vc, dict):
+            raise self.fail(f'{head}: "vc" must be an object lifeline → count, found '
+                            f"{_type_name(vc)}", index, event_id)
+        for name, count in vc.items():
+            self.lifeline(name, f'{head}: "vc"', index, event_id)
+            if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+                raise self.fail(f'{head}: "vc" of {name} must be a count (an integer ≥ 0), '
+                                f"found {count!r}", index, event_id)
+
+
+def _a(kind: str) -> str:
+    return ("an " if kind[0] in "aeiou" else "a ") + kind
+
+
+def _where(index: int, event: Event) -> str:
+    return _head(index, event.id, event.lifeline)
+
+
+def _head(index: int, event_id: str, lifeline: str | None = None) -> str:
+    """How messages name an event: ``event #3 't1' (TestRunner)``."""
+    head = f"event #{index} {event_id!r}"
+    return head if lifeline is None else f"{head} ({lifeline})"
+
+
+def _later_send(raw: list, index: int, msg: str) -> int | None:
+    """Index of a send of ``msg`` after event ``index``, if the list has one."""
+    for later in range(index + 1, len(raw)):
+        item = raw[later]
+        if isinstance(item, dict) and item.get("kind") == "send" and item.get("msg") == msg:
+            return later
+    return None
