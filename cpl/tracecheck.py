@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import math
+from types import MappingProxyType
 
 from .errors import TraceError
 from .msc import KINDS, Event, Trace
@@ -21,7 +22,8 @@ _EVENT_FIELDS = ("id", "lifeline", "kind", "to", "msg", "set", "label", "guard",
                  "vc", "time", "payload")
 _EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
 _PLAIN_TYPES = (str, int, bool, type(None))  # values that need no further check
-_NO_UPDATES: dict = {}
+_NO_UPDATES = MappingProxyType({})
+_build = Event.checked
 _VALUE_TYPES = "string, number, boolean, null, list or object"
 
 __all__ = ["FORMAT", "parse_trace"]
@@ -284,8 +286,10 @@ class _Reader:
         if payload is not None:
             self.value(payload, f'{_head(index, event_id, lifeline)}: "payload"', index,
                        event_id)
-        return Event(event_id, lifeline, kind, to, msg, updates or _NO_UPDATES, label, guard,
-                     outcome, vc, time, payload)
+        # Copies of the maps, as Event() makes, so a caller's document can change afterwards.
+        return _build((event_id, lifeline, kind, to, msg,
+                       MappingProxyType(dict(updates)) if updates else _NO_UPDATES, label, guard,
+                       outcome, None if vc is None else MappingProxyType(dict(vc)), time, payload))
 
     def decision_fields(self, index, event_id, lifeline, kind, label, guard, outcome) -> None:
         """``guard`` and ``outcome`` belong to a choice; ``label`` and ``guard`` are text."""
