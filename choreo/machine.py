@@ -156,20 +156,21 @@ class Runner:
 
     def send(self, thread: Thread, msg_id: str = "") -> Message:
         """The message of the send ``thread`` is at; ``msg_id`` is the transport's name for it."""
-        top = thread.frames[-1]
-        s = top.block[top.pc]
+        s = thread.frames[-1].block[thread.frames[-1].pc]
         values = {into: self.store.get(var) for var, into in zip(s.vars, s.into)}
-        message = Message(("m", s.msg, top.path), self.name, s.to, values, self.monitor.send(),
-                          s.label, None, msg_id)
-        top.pc += 1
-        self._settle(thread)
-        return message
+        return self._emit(thread, ("m", s.msg), s.to, values, s.label, None, msg_id)
 
     def tell(self, thread: Thread, msg_id: str = "") -> Message:
+        """The control message telling a decision this lifeline took."""
+        t = thread.frames[-1].block[thread.frames[-1].pc]
+        return self._emit(thread, ("c", t.choice), t.to, {}, t.label, t.outcome, msg_id)
+
+    def _emit(self, thread: Thread, key: tuple, to: str, values: dict, label, outcome,
+              msg_id: str) -> Message:
+        """Count the send event in the monitor; the message carries its metadata."""
         top = thread.frames[-1]
-        t = top.block[top.pc]
-        message = Message(("c", t.choice, top.path), self.name, t.to, {}, self.monitor.send(),
-                          t.label, t.outcome, msg_id)
+        message = Message((*key, top.path), self.name, to, values, self.monitor.send(), label,
+                          outcome, msg_id)
         top.pc += 1
         self._settle(thread)
         return message
