@@ -71,12 +71,12 @@ class Thread:
 
 
 class Runner:
-    """One lifeline: its store, monitor, action rng and live threads."""
+    """One lifeline: its monitor (whose store is the lifeline's), action rng and live threads."""
 
-    def __init__(self, program, store: dict, monitor, rng, variables: dict, guards: dict):
+    def __init__(self, program, monitor, rng, variables: dict, guards: dict):
         self.name = program.lifeline
-        self.store = store
         self.monitor = monitor
+        self.store = monitor.store  # σ_A: the monitor applies every event's updates to it
         self.rng = rng
         self.variables = variables  # name -> model.Var, for type checks
         self.guards = guards  # decision id -> primitive formula
@@ -148,7 +148,6 @@ class Runner:
         top = thread.frames[-1]
         s = top.block[top.pc]
         updates = dict(s.values) if s.fn is None else self._call(s)
-        self.store.update(updates)
         self.monitor.act(updates)
         top.pc += 1
         self._settle(thread)
@@ -220,8 +219,6 @@ class Runner:
                 top.next_k = 0
         else:
             top.pc += 1
-        if updates:
-            self.store.update(updates)
         self.monitor.receive(message.metadata, updates or None)
         self._settle(thread)
         return updates

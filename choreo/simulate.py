@@ -99,9 +99,8 @@ class _Simulation:
         self.canonical, self.symbols = simulator.canonical, simulator.symbols
         program, guards = simulator.program, simulator.guards
         self.runners = [
-            Runner(simulator.projection.program(name), dict(self.stores[name]),
-                   Monitor(program, name, self.stores[name]), random.Random(f"{seed}:{name}"),
-                   c.variables, guards)
+            Runner(simulator.projection.program(name), Monitor(program, name, self.stores[name]),
+                   random.Random(f"{seed}:{name}"), c.variables, guards)
             for name in c.lifeline_names]
         self.scheduler = random.Random(seed)
         self.transit = {name: {} for name in c.lifeline_names}  # receiver -> {key: Message}

@@ -105,20 +105,12 @@ class Event(collections.namedtuple("_EventFields", _EVENT_FIELDS)):
     def to_dict(self) -> dict:
         """JSON-ready, omitting absent optional fields (the inverse of loading)."""
         data: dict = {"id": self.id, "lifeline": self.lifeline, "kind": self.kind}
-        for name in ("to", "msg"):
-            if getattr(self, name) is not None:
-                data[name] = getattr(self, name)
-        if self.set:
-            data["set"] = dict(self.set)
-        for name in ("label", "guard", "outcome"):
-            if getattr(self, name) is not None:
-                data[name] = getattr(self, name)
-        if self.vc is not None:
-            data["vc"] = dict(self.vc)
-        if self.time is not None:
-            data["time"] = self.time
-        if self.payload is not None:
-            data["payload"] = self.payload
+        for name, value in zip(self._fields[3:], self[3:]):  # in field order, as written
+            if name == "set":
+                if value:
+                    data["set"] = dict(value)
+            elif value is not None:
+                data[name] = dict(value) if name == "vc" else value
         return data
 
 

@@ -18,8 +18,7 @@ from .msc import KINDS, Event, Trace
 
 FORMAT = "cpl-msc/1"
 _TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "init", "events", "meta")
-_EVENT_FIELDS = ("id", "lifeline", "kind", "to", "msg", "set", "label", "guard", "outcome",
-                 "vc", "time", "payload")
+_EVENT_FIELDS = Event._fields
 _EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
 _PLAIN_TYPES = (str, int, bool, type(None))  # values that need no further check
 _NO_UPDATES = MappingProxyType({})
