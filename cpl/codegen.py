@@ -98,6 +98,8 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         if isinstance(node, ast.Compare):
             (left, l_unset), (right, r_unset) = term(node.left), term(node.right)
             text_constant = _is_text_constant(node.left) or _is_text_constant(node.right)
+            function = f"cmp_{_OP_NAMES[node.op]}"
+            namespace[function] = COMPARE[node.op]
             if text_constant and node.op == "==":
                 # Python's str equality is CPL's here, and UNSET equals no string,
                 # so this one needs no definedness test (a cheaper atom: see bench/).
@@ -107,13 +109,9 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             elif node.op in ("==", "!="):
                 # Values of one type compare as Python compares them (values.equal); only
                 # mixed types (int vs float, bool vs int, …) need the full rule.
-                function = f"cmp_{_OP_NAMES[node.op]}"
-                namespace[function] = COMPARE[node.op]
                 test = (f"({left} {node.op} {right} if {_type_of(node.left, left)} is "
                         f"{_type_of(node.right, right)} else {function}({left}, {right}))")
             else:
-                function = f"cmp_{_OP_NAMES[node.op]}"
-                namespace[function] = COMPARE[node.op]
                 test = f"{function}({left}, {right})"
             return _defined([left] * l_unset + [right] * r_unset, test)
         if isinstance(node, ast.Pred):
