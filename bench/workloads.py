@@ -15,7 +15,7 @@ import random
 from typing import Callable, Mapping
 
 import cpl
-from cpl.compile import Guard, compile_guards
+from cpl.compile import OwnedFormula, compile_guards
 from cpl.monitor import Monitor
 from cpl.msc import Event, Trace
 
@@ -152,7 +152,7 @@ def compile_program(guards: Mapping[str, str] | list[tuple[str, str]], lifelines
     schema = cpl.Schema(lifelines=tuple(lifelines), variables=frozenset(variables))
     pairs = list(guards.items()) if isinstance(guards, Mapping) else list(guards)
     checked = [(owner, cpl.check(text, schema).primitive) for owner, text in pairs]
-    program = compile_guards([Guard(owner, f) for owner, f in checked], lifelines, prune=prune)
+    program = compile_guards([OwnedFormula(owner, f) for owner, f in checked], lifelines, prune=prune)
     return program, [f for _, f in checked]
 
 

@@ -23,7 +23,7 @@ import time
 
 import attrs
 
-from cpl.compile import Guard as MonitorGuard, compile_guards
+from cpl.compile import OwnedFormula as MonitorGuard, compile_guards
 from cpl.monitor import Monitor
 from cpl.msc import Event, Trace
 from .errors import ChoreographyError

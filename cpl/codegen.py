@@ -17,7 +17,7 @@ subformula:
 Every slot is computed at every event (atoms and predicates included); the
 connectives short-circuit only over values already at hand.  A's own view
 (a bitmask of its exported slots) and variable view are updated as the paper
-says.  ``LocalProgram.source`` is the generated text, for reading beside the
+says.  ``SlotProgram.source`` is the generated text, for reading beside the
 paper.  Per-event costs were measured in bench/ (P1, P1 local), which is why
 the own clock entry is a cell of its own and the store is updated with ``|=``.
 """

@@ -29,7 +29,7 @@ from .predicates import DEFAULT, Registry
 
 
 @attrs.frozen
-class Guard:
+class OwnedFormula:
     """A primitive formula and the lifeline that evaluates it (None: every lifeline)."""
 
     owner: str | None
@@ -37,7 +37,7 @@ class Guard:
 
 
 @attrs.frozen
-class LocalProgram:
+class SlotProgram:
     """What one lifeline computes at each of its events."""
 
     lifeline: str
@@ -49,23 +49,28 @@ class LocalProgram:
     factory: object = attrs.field(eq=False, repr=False)  # init store -> event steps
 
 
+# Transitional: cpl/offline.py (owned by another engineer right now) still
+# imports ``Guard``; drop this alias once it imports ``OwnedFormula``.
+Guard = OwnedFormula
+
+
 @attrs.frozen
 class Program:
     """The compiled monitors of a workflow: shared by every lifeline's Monitor."""
 
     lifelines: tuple[str, ...]
     exports: tuple[Exports, ...]  # indexed like lifelines
-    locals: tuple[LocalProgram, ...]  # indexed like lifelines
-    guards: tuple[Guard, ...]
+    locals: tuple[SlotProgram, ...]  # indexed like lifelines
+    guards: tuple[OwnedFormula, ...]
 
     def index(self, lifeline: str) -> int:
         return self.lifelines.index(lifeline)
 
-    def local(self, lifeline: str) -> LocalProgram:
+    def local(self, lifeline: str) -> SlotProgram:
         return self.locals[self.index(lifeline)]
 
 
-def compile_guards(guards: Iterable[Guard], lifelines: Iterable[str], *, prune: bool = True,
+def compile_guards(guards: Iterable[OwnedFormula], lifelines: Iterable[str], *, prune: bool = True,
                    predicates: Registry = DEFAULT) -> Program:
     """Compile primitive guards (see ``cpl.desugar``) for the given lifelines.
 
@@ -100,7 +105,7 @@ def _every_subformula(formulas) -> tuple:
     return tuple(dict.fromkeys(node for f in formulas for node in ast.walk(f)))
 
 
-def _compile_local(lifeline, index, roots, lifelines, shipped, predicates) -> LocalProgram:
+def _compile_local(lifeline, index, roots, lifelines, shipped, predicates) -> SlotProgram:
     slot_of: dict = {}
     slots: list = []
 
@@ -123,4 +128,4 @@ def _compile_local(lifeline, index, roots, lifelines, shipped, predicates) -> Lo
     exported = tuple(need(f) for f in shipped[index].formulas)
     source, factory = generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
                                        exported, predicates)
-    return LocalProgram(lifeline, index, tuple(slots), slot_of, exported, source, factory)
+    return SlotProgram(lifeline, index, tuple(slots), slot_of, exported, source, factory)

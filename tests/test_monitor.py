@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import cpl
-from cpl.compile import Guard, compile_guards
+from cpl.compile import OwnedFormula, compile_guards
 from cpl.metadata import Metadata, MetadataError
 from cpl.monitor import Monitor
 from cpl.offline import evaluate_trace
@@ -20,7 +20,7 @@ PAPER_GUARD = ("@TestRunner.candidate == candidate && @Security.candidate == can
 
 def monitors_for(guard: str, owner: str = "Committer", prune: bool = True):
     primitive = cpl.check(guard, SCHEMA).primitive
-    program = compile_guards([Guard(owner, primitive)], LIFELINES, prune=prune)
+    program = compile_guards([OwnedFormula(owner, primitive)], LIFELINES, prune=prune)
     return primitive, program, {name: Monitor(program, name) for name in LIFELINES}
 
 
@@ -113,13 +113,13 @@ def test_bad_metadata_frames_are_rejected_with_a_reason(frame, problem):
 def test_unknown_owner_is_rejected():
     primitive = cpl.check("x == 1", SCHEMA).primitive
     with pytest.raises(ValueError, match="not lifelines"):
-        compile_guards([Guard("Nobody", primitive)], LIFELINES)
+        compile_guards([OwnedFormula("Nobody", primitive)], LIFELINES)
 
 
 def test_shared_subformulas_are_one_slot():
     first = cpl.check("@TestRunner(status == passed) && x == 1", SCHEMA).primitive
     second = cpl.check("@TestRunner(status == passed) || x == 2", SCHEMA).primitive
-    program = compile_guards([Guard("Committer", first), Guard("Committer", second)], LIFELINES)
+    program = compile_guards([OwnedFormula("Committer", first), OwnedFormula("Committer", second)], LIFELINES)
     committer = program.local("Committer")
     at_nodes = [s for s in committer.slots if isinstance(s, cpl.ast.At)]
     assert len(at_nodes) == 1

@@ -17,7 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cpl import desugar, to_text
-from cpl.compile import Guard, compile_guards
+from cpl.compile import OwnedFormula, compile_guards
 from cpl.offline import replay
 from cpl.reference import Evaluator
 from msc_gen import SYMBOLS, VALUES, VARIABLES, mscs, relinearise
@@ -44,7 +44,7 @@ def cases(draw):
 
 
 def monitor_values(trace, primitive, prune=True) -> dict[str, bool]:
-    program = compile_guards([Guard(None, primitive)], trace.lifelines, prune=prune)
+    program = compile_guards([OwnedFormula(None, primitive)], trace.lifelines, prune=prune)
     return {event.id: monitor.value(primitive) for event, monitor in replay(trace, program)}
 
 
