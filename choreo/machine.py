@@ -1,35 +1,42 @@
-"""Running one lifeline's local program step by step, whatever carries its messages.
+"""The whole protocol of one lifeline, whoever drives it and whatever carries its messages.
 
-A ``Runner`` holds a lifeline's store, its CPL monitor and its *threads*:
-continuations, each a stack of ``Frame`` (block, position, loop path).  The
-threads of an ``LPar`` share the store and the monitor and join their
-parent when all are done.  After every step a thread is *settled*: silent
-moves (a block ends, a loop comes round, threads fork) are made at once, so
-``thread.want`` always names the next event:
+A ``Runner`` is one lifeline of a running choreography: its store, its CPL
+monitor, its inbox and its *threads* — continuations, each a stack of
+``Frame`` (block, position, loop path).  The threads of an ``LPar`` share the
+store and the monitor and join their parent when all are done.  Drivers
+(the seeded simulator, a lifeline process, a test) only do three things::
 
-    ("act", s) ("send", s) ("tell", t) ("choice", s)   — can happen now
-    ("recv", keys)                                     — waits for one of these messages
+    runner.deliver(message)          # a message addressed here has arrived
+    options = runner.enabled()       # every event that can happen now
+    event, message = runner.fire(option, value)   # take one; send ``message`` on
 
-A message key is ``(kind, id, path)``: ``"m"`` and a send statement's id, or
-``"c"`` and a decision's id (its control message), with ``path`` the
-iteration numbers of the enclosing loops — both ends compute the same key,
-so a receive takes exactly its own message under any delivery order.  The
-transport (in-process for the simulator) only moves ``Message`` values.
+An action with a function is a phase of its own: ``runner.start(option)``
+calls it and the driver awaits the result if it is awaitable (on its own
+loop: the engine never runs one), then passes it to ``fire``.
+
+After every step a thread is *settled*: silent moves (a block ends, a loop
+comes round, threads fork) are made at once, so ``thread.want`` always names
+the next event — ``("act"|"send"|"tell"|"choice", statement)`` or
+``("recv", keys)``.  A message key is ``(kind, id, path)``: ``"m"`` and a
+send statement's id, or ``"c"`` and a decision's id (its control message),
+``path`` the iteration numbers of the enclosing loops — both ends compute
+the same key, so a receive takes exactly its own message under any delivery
+order.  Events are numbered per lifeline (``A.1``, ``A.2``, …) and messages
+per sender (``A:1``, ``A:2``, …), so separate processes name them alike.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-import json
-from types import MappingProxyType
 from typing import NamedTuple
 
 import attrs
 
-from . import model
-from .errors import ChoreographyError
+from cpl.errors import EvaluationError
+from cpl.monitor import Monitor
+from cpl.msc import Event
+from . import actions
 from .local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend
+from .status import RunFailure
 
 
 @attrs.frozen
@@ -53,7 +60,25 @@ class Message(NamedTuple):
     metadata: object  # the sender's cpl Metadata
     label: str = ""
     outcome: bool | None = None  # control messages
-    msg_id: str = ""  # the trace's id for it
+    msg_id: str = ""  # the trace's id for it: sender:sequence
+
+
+class Option(NamedTuple):
+    """One event that can happen now: ``thread``'s next event, or its receive of ``message``."""
+
+    runner: "Runner"
+    thread: "Thread"
+    message: Message | None = None
+
+    @property
+    def kind(self) -> str:
+        return self.thread.want[0]
+
+    @property
+    def calls(self) -> bool:
+        """An action with a function: the driver must ``start`` it and pass its value to fire."""
+        want = self.thread.want
+        return want[0] == "act" and want[1].fn is not None
 
 
 class Frame:
@@ -71,24 +96,165 @@ class Thread:
 
 
 class Runner:
-    """One lifeline: its monitor (whose store is the lifeline's), action rng and live threads."""
+    """One lifeline: monitor (whose store is the lifeline's), inbox, counters and live threads."""
 
-    def __init__(self, program, monitor, rng, variables: dict, guards: dict):
-        self.name = program.lifeline
-        self.monitor = monitor
-        self.store = monitor.store  # σ_A: the monitor applies every event's updates to it
+    def __init__(self, plan, lifeline: str, store: dict, rng, *, record: bool = True):
+        self.name = lifeline
+        self.lifelines = plan.lifelines
+        self.monitor = Monitor(plan.monitors, lifeline, store)
+        self.store = self.monitor.store  # σ_A: the monitor applies every event's updates to it
         self.rng = rng
-        self.variables = variables  # name -> model.Var, for type checks
-        self.guards = guards  # decision id -> primitive formula
+        self.variables = plan.choreography.variables  # name -> model.Var, for type checks
+        self.record = record  # build an Event per event (False: count only)
+        self.inbox: dict = {}  # key -> Message arrived and not yet received
+        self.taken = 0  # events so far: the next is f"{name}.{taken + 1}"
+        self.sent = 0  # messages so far: the next is f"{name}:{sent + 1}"
         self.threads: list[Thread] = []
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._spawn(Thread([Frame(program.body, ())]))
+        self._spawn(Thread([Frame(plan.projection.program(lifeline).body, ())]))
 
     @property
     def done(self) -> bool:
         return not self.threads
 
+    @property
+    def next_event(self) -> str:
+        return f"{self.name}.{self.taken + 1}"
+
+    # ------------------------------------------------------------ the driver's calls
+
+    def deliver(self, message: Message) -> None:
+        """``message`` arrived; it waits in the inbox until the receive that wants it."""
+        if message.key in self.inbox:
+            raise ValueError(f"{self.name} already holds message {message.key!r}")
+        self.inbox[message.key] = message
+
+    def enabled(self) -> list[Option]:
+        """Every event that can happen now: each thread's next event, or a waiting
+        thread's receive of any inbox message it accepts."""
+        found = []
+        inbox = self.inbox
+        for thread in self.threads:
+            want = thread.want
+            if want is None:  # joining its threads
+                continue
+            if want[0] == "recv":
+                for key in want[1]:
+                    message = inbox.get(key)
+                    if message is not None:
+                        found.append(Option(self, thread, message))
+            else:
+                found.append(Option(self, thread))
+        return found
+
+    def start(self, option: Option):
+        """Call the action ``option`` is at; its value (or an awaitable the driver awaits)."""
+        return actions.start(option.thread.want[1], self.store, self.rng, self.name,
+                             self.next_event)
+
+    def action_failed(self, option: Option, error: BaseException) -> RunFailure:
+        """The failure of an awaited action that raised ``error``."""
+        return actions.failed(option.thread.want[1], error, self.name, self.next_event)
+
+    def fire(self, option: Option, value=None) -> tuple[Event | None, Message | None]:
+        """Take the event: (the recorded event or None when not recording, the message to send)."""
+        thread = option.thread
+        kind, s = thread.want
+        try:
+            if kind == "recv":
+                return self._receive(thread, option.message), None
+            if kind == "act":
+                return self._act(thread, s, value), None
+            if kind == "choice":
+                return self._choice(thread, s), None
+            if kind == "send":
+                values = {into: self.store.get(var) for var, into in zip(s.vars, s.into)}
+                return self._send(thread, ("m", s.msg), s.to, values, s.label, None)
+            return self._send(thread, ("c", s.choice), s.to, {}, s.label, s.outcome)  # tell
+        except EvaluationError as error:  # a predicate raised while the monitor evaluated
+            raise RunFailure(self.name, self.next_event, f"cannot evaluate a "
+                             f"guard: {error}", kind="predicate") from None
+
+    # -------------------------------------------------------------- the events
+
+    def _event(self, kind: str, **fields) -> Event | None:
+        self.taken += 1
+        if not self.record:
+            return None
+        return Event(f"{self.name}.{self.taken}", self.name, kind,
+                     vc=dict(zip(self.lifelines, self.monitor.vc)), **fields)
+
+    def _act(self, thread: Thread, s: LAct, value) -> Event | None:
+        updates = (dict(s.values) if s.fn is None else
+                   actions.assignments(s, value, self.variables, self.name, self.next_event))
+        self.monitor.act(updates)
+        self._advance(thread)
+        return self._event("act", set=updates, label=s.label)
+
+    def _send(self, thread: Thread, key: tuple, to: str, values: dict, label: str,
+              outcome: bool | None) -> tuple[Event | None, Message]:
+        """Count the send in the monitor; the message carries its metadata."""
+        self.sent += 1
+        msg_id = f"{self.name}:{self.sent}"
+        top = thread.frames[-1]
+        message = Message((*key, top.path), self.name, to, values, self.monitor.send(), label,
+                          outcome, msg_id)
+        self._advance(thread)
+        payload = dict(values) if key[0] == "m" else {"outcome": outcome}
+        return self._event("send", to=to, msg=msg_id, label=label, payload=payload), message
+
+    def _choice(self, thread: Thread, s) -> Event | None:
+        top = thread.frames[-1]
+        self.monitor.choice()
+        outcome = self.monitor.value(s.guard.checked.primitive)
+        told = f"{s.label}: {str(outcome).lower()}"  # the control messages' label
+        if isinstance(s, LChoose):
+            top.pc += 1
+            path = top.path
+            thread.frames.append(Frame(s.then if outcome else s.else_, path))
+        else:  # LWhile
+            path = top.path + (top.next_k,)
+            if outcome:
+                top.next_k += 1
+                thread.frames.append(Frame(s.body, path))
+            else:
+                top.pc += 1
+                top.next_k = 0
+        if s.tell:
+            tells = tuple(Tell(s.choice, to, outcome, told) for to in s.tell)
+            thread.frames.append(Frame(tells, path))
+        self._settle(thread)
+        return self._event("choice", label=s.label, guard=s.guard.canonical, outcome=outcome)
+
+    def _receive(self, thread: Thread, message: Message) -> Event | None:
+        del self.inbox[message.key]
+        top = thread.frames[-1]
+        s = top.block[top.pc]
+        if isinstance(s, LBranch) and s.via == "message":
+            first = s.then if message.key[1] == s.then[0].msg else s.else_
+            top.pc += 1
+            thread.frames.append(Frame(first, top.path, pc=1))
+        elif isinstance(s, LBranch):
+            top.pc += 1
+            thread.frames.append(Frame(s.then if message.outcome else s.else_, top.path))
+        elif isinstance(s, LLoop):
+            if message.outcome:
+                thread.frames.append(Frame(s.body, top.path + (top.next_k,)))
+                top.next_k += 1
+            else:
+                top.pc += 1
+                top.next_k = 0
+        else:
+            top.pc += 1
+        updates = message.values
+        self.monitor.receive(message.metadata, updates or None)
+        self._settle(thread)
+        return self._event("recv", msg=message.msg_id, set=updates, label=message.label)
+
     # ------------------------------------------------------------ settling
+
+    def _advance(self, thread: Thread) -> None:
+        thread.frames[-1].pc += 1
+        self._settle(thread)
 
     def _spawn(self, thread: Thread) -> None:
         self.threads.append(thread)
@@ -109,7 +275,7 @@ class Runner:
                 for block in s.threads:
                     self._spawn(Thread([Frame(block, top.path)], thread))
                 return
-            thread.want = self._want(s, top)
+            thread.want = _want(s, top)
             return
         self.threads.remove(thread)
         parent = thread.parent
@@ -118,162 +284,47 @@ class Runner:
             if parent.joining == 0:
                 self._settle(parent)
 
-    @staticmethod
-    def _want(s, top: Frame) -> tuple:
-        kind = type(s)  # the statement classes are final: ``is`` is cheaper than isinstance
-        if kind is LAct:
-            return ("act", s)
-        if kind is LSend:
-            return ("send", s)
-        if kind is Tell:
-            return ("tell", s)
-        if kind is LRecv:
-            return ("recv", (("m", s.msg, top.path),))
-        if kind is LBranch:
-            if s.via == "message":
-                return ("recv", (("m", s.then[0].msg, top.path), ("m", s.else_[0].msg, top.path)))
-            return ("recv", (("c", s.choice, top.path),))
-        if kind is LLoop:
-            return ("recv", (("c", s.choice, top.path + (top.next_k,)),))
-        return ("choice", s)  # LChoose, LWhile
+    # ------------------------------------------------------------ reporting
 
-    def ready(self) -> list[Thread]:
-        """Threads whose next event can happen or waits for a message (not joining)."""
-        return [t for t in self.threads if t.want is not None]
+    def waiting(self) -> list[str]:
+        """What each waiting thread waits for, at its source line (for a deadlock report)."""
+        found = []
+        for thread in self.threads:
+            if thread.want is not None:
+                top = thread.frames[-1]
+                found.append(f"{self.name} {_waiting(top.block[top.pc])}")
+        return found
 
-    # -------------------------------------------------------------- events
-
-    def act(self, thread: Thread) -> dict:
-        """Run the action; returns the variables it set."""
-        top = thread.frames[-1]
-        s = top.block[top.pc]
-        updates = dict(s.values) if s.fn is None else self._call(s)
-        self.monitor.act(updates)
-        top.pc += 1
-        self._settle(thread)
-        return updates
-
-    def send(self, thread: Thread, msg_id: str = "") -> Message:
-        """The message of the send ``thread`` is at; ``msg_id`` is the transport's name for it."""
-        s = thread.frames[-1].block[thread.frames[-1].pc]
-        values = {into: self.store.get(var) for var, into in zip(s.vars, s.into)}
-        return self._emit(thread, ("m", s.msg), s.to, values, s.label, None, msg_id)
-
-    def tell(self, thread: Thread, msg_id: str = "") -> Message:
-        """The control message telling a decision this lifeline took."""
-        t = thread.frames[-1].block[thread.frames[-1].pc]
-        return self._emit(thread, ("c", t.choice), t.to, {}, t.label, t.outcome, msg_id)
-
-    def _emit(self, thread: Thread, key: tuple, to: str, values: dict, label, outcome,
-              msg_id: str) -> Message:
-        """Count the send event in the monitor; the message carries its metadata."""
-        top = thread.frames[-1]
-        message = Message((*key, top.path), self.name, to, values, self.monitor.send(), label,
-                          outcome, msg_id)
-        top.pc += 1
-        self._settle(thread)
-        return message
-
-    def choice(self, thread: Thread) -> bool:
-        top = thread.frames[-1]
-        s = top.block[top.pc]
-        self.monitor.choice()
-        outcome = self.monitor.value(self.guards[s.choice])
-        label = f"{s.label}: {str(outcome).lower()}"
-        if isinstance(s, LChoose):
-            top.pc += 1
-            path = top.path
-            thread.frames.append(Frame(s.then if outcome else s.else_, path))
-        else:  # LWhile
-            path = top.path + (top.next_k,)
-            if outcome:
-                top.next_k += 1
-                thread.frames.append(Frame(s.body, path))
-            else:
-                top.pc += 1
-                top.next_k = 0
-        if s.tell:
-            tells = tuple(Tell(s.choice, to, outcome, label) for to in s.tell)
-            thread.frames.append(Frame(tells, path))
-        self._settle(thread)
-        return outcome
-
-    def receive(self, thread: Thread, message: Message) -> dict:
-        """Take ``message`` (its key is one ``thread.want`` waits for); returns what it set."""
-        top = thread.frames[-1]
-        s = top.block[top.pc]
-        updates = message.values
-        if isinstance(s, LBranch) and s.via == "message":
-            first = s.then if message.key[1] == s.then[0].msg else s.else_
-            top.pc += 1
-            thread.frames.append(Frame(first, top.path, pc=1))
-        elif isinstance(s, LBranch):
-            top.pc += 1
-            thread.frames.append(Frame(s.then if message.outcome else s.else_, top.path))
-        elif isinstance(s, LLoop):
-            if message.outcome:
-                thread.frames.append(Frame(s.body, top.path + (top.next_k,)))
-                top.next_k += 1
-            else:
-                top.pc += 1
-                top.next_k = 0
-        else:
-            top.pc += 1
-        self.monitor.receive(message.metadata, updates or None)
-        self._settle(thread)
-        return updates
-
-    # ------------------------------------------------------------- actions
-
-    def _call(self, s: LAct) -> dict:
-        try:
-            value = s.fn(MappingProxyType(self.store), self.rng)
-            if inspect.isawaitable(value):
-                if self._loop is None:
-                    self._loop = asyncio.new_event_loop()
-                value = self._loop.run_until_complete(value)
-        except Exception as error:  # noqa: BLE001 - the user's action: report, do not crash
-            raise ActionFailed(f"action {s.label!r} at {self.name} raised "
-                               f"{type(error).__name__}: {error}", s.where) from None
-        return self._assignments(s, value)
-
-    def _assignments(self, s: LAct, value) -> dict:
-        names = s.assigns
-        if not names:
-            return {}
-        if len(names) == 1:
-            updates = {names[0]: value}
-        elif isinstance(value, dict) and set(value) <= set(names):
-            updates = dict(value)
-        elif isinstance(value, (tuple, list)) and len(value) == len(names):
-            updates = dict(zip(names, value))
-        else:
-            raise ActionFailed(f"action {s.label!r} at {self.name} returned {value!r}; it "
-                               f"assigns {', '.join(names)}, so it must return a tuple of "
-                               f"{len(names)} values or a dict of them", s.where)
-        for name, item in updates.items():
-            kind = self.variables[name].type
-            if not model.conforms(item, kind) or (kind is object and not _jsonable(item)):
-                raise ActionFailed(f"action {s.label!r} at {self.name} gave {name} = {item!r}, "
-                                   f"which is not {model.type_name(kind)}"
-                                   + (" (JSON values only)" if kind is object else ""), s.where)
-        return updates
-
-    def close(self) -> None:
-        if self._loop is not None:
-            self._loop.close()
+    def results(self, names) -> dict:
+        """The values of ``names`` in the store (unset ones left out)."""
+        return {x: self.store[x] for x in names if x in self.store}
 
 
-class ActionFailed(ChoreographyError):
-    """A user action raised or returned something its declaration does not allow."""
+def _want(s, top: Frame) -> tuple:
+    kind = type(s)  # the statement classes are final: ``is`` is cheaper than isinstance
+    if kind is LAct:
+        return ("act", s)
+    if kind is LSend:
+        return ("send", s)
+    if kind is Tell:
+        return ("tell", s)
+    if kind is LRecv:
+        return ("recv", (("m", s.msg, top.path),))
+    if kind is LBranch:
+        if s.via == "message":
+            return ("recv", (("m", s.then[0].msg, top.path), ("m", s.else_[0].msg, top.path)))
+        return ("recv", (("c", s.choice, top.path),))
+    if kind is LLoop:
+        return ("recv", (("c", s.choice, top.path + (top.next_k,)),))
+    return ("choice", s)  # LChoose, LWhile
 
-    def __init__(self, message: str, where):
-        super().__init__(message, where, kind="action")
 
-
-def _jsonable(value) -> bool:
-    try:
-        json.dumps(value, allow_nan=False)
-        return True
-    except (TypeError, ValueError):
-        return False
+def _waiting(s) -> str:
+    where = f" ({s.where})" if s.where else ""
+    if isinstance(s, LRecv):
+        return f"waits for {s.label!r} from {s.frm}{where}"
+    if isinstance(s, (LBranch, LLoop)):
+        if getattr(s, "via", "") == "message":
+            return f"waits for {s.then[0].label!r} or {s.else_[0].label!r}{where}"
+        return f"waits for the outcome of {s.label!r} from {s.owner}{where}"
+    return f"is stuck at {s!r}"

@@ -1,214 +1,240 @@
 """``cpl run --sim``: every lifeline in one process, under a seeded adversarial scheduler.
 
-Each step the scheduler (``random.Random(seed)``) lists *every* event that
-can happen — an action, a send, a choice, or the receive of any message in
-transit whose receiver is waiting for it — and picks one uniformly.  So a
-message may overtake an older one (delivery is not FIFO) and may stay in
-transit while its receiver decides: exactly the executions the guards must
-be right about.  Each lifeline has a CPL monitor that sees every event, and
-every message — user data and projection control alike — carries the
-sender's metadata.  Actions get ``random.Random(f"{seed}:{lifeline}")``, so
-the same seed gives the same run and the same trace.
+A thin driver over the lifeline engine (:class:`~choreo.machine.Runner`):
+messages go straight into their receiver's inbox, and each step a
+``random.Random(seed)`` picks uniformly among *every* event any lifeline can
+take — an action, a send, a choice, or the receive of any message waiting
+in an inbox.  So a message may overtake an older one (delivery is not FIFO)
+and may stay in transit while its receiver decides: exactly the executions
+the guards must be right about.  Actions get ``random.Random(f"{seed}:{A}")``,
+so the same seed gives the same run and the same trace.
 
-The result is a complete ``cpl-msc/1`` trace (declared ``vars`` and
-``symbols``, every assignment in ``set``, every choice with its canonical
-guard, outcome and label), written even when the run fails, with the seed,
-inputs and outcome in ``meta``.
+The run itself is a generator that yields each awaitable an async action
+returns; :meth:`Simulator.run` awaits them on an event loop of its own (in a
+worker thread when called from inside a running loop, as in a notebook),
+:meth:`Simulator.run_async` on the caller's loop.  It ends with one status of
+:mod:`choreo.status`; events go to a ``sink`` as they happen (a trace writer
+keeps memory constant) and/or into the result's in-memory ``Trace``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import random
 import time
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable
 
 import attrs
 
-from cpl.compile import OwnedFormula as MonitorGuard, compile_guards
-from cpl.monitor import Monitor
 from cpl.msc import Event, Trace
-from .errors import ChoreographyError
-from .inputs import initial_stores, parse_args
-from .local import LBranch, LLoop, LRecv
-from .machine import ActionFailed, Runner
-from .validate import validate
+from .plan import Plan, prepare
+from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure
 
 
 @attrs.frozen
 class RunResult:
-    status: str  # "ok" | "deadlock" | "failed" | "limit"
+    status: str  # one of choreo.status.STATUSES
     results: dict = attrs.field(eq=False)  # lifeline -> {variable: value} (unset ones left out)
     expected: dict = attrs.field(eq=False)  # lifeline -> the variable names it reports
-    trace: Trace = attrs.field(eq=False, repr=False)
+    trace: Trace = attrs.field(eq=False, repr=False)  # events only if recorded in memory
     error: str | None = None
     steps: int = 0
 
     @property
     def ok(self) -> bool:
-        return self.status == "ok"
+        return self.status == OK
 
 
-def simulate(choreography, *, seed: int = 0, args=(), values: dict | None = None,
-             max_steps: int | None = None, timeout: float | None = None,
-             record: bool = True) -> RunResult:
-    """Run a valid choreography; ``args`` are ``"key=value"`` texts, ``values`` typed inputs.
-
-    ``record=False`` keeps no events (the trace is then empty), so long runs
-    take constant memory.  Many seeds of one choreography: build a ``Simulator``
-    once and call its ``run``.
-    """
-    return Simulator(choreography).run(seed=seed, args=args, values=values,
-                                       max_steps=max_steps, timeout=timeout, record=record)
+def simulate(choreography, **options) -> RunResult:
+    """Run a valid choreography once; see :meth:`Simulator.run` for the options."""
+    return Simulator(choreography).run(**options)
 
 
 class Simulator:
-    """A choreography validated, projected and its guards compiled — once.
-
-    Compiling the monitors (generating and ``exec``-ing their code) costs
-    several whole runs, and nothing in it depends on the seed or the inputs,
-    so a sweep over seeds builds one ``Simulator`` and calls ``run`` per seed.
-    """
+    """A prepared choreography (:func:`choreo.plan.prepare`), run once per seed."""
 
     def __init__(self, choreography, projection=None):
-        if projection is None:
-            report = validate(choreography)
-            if not report.ok:
-                raise ChoreographyError.many(report.errors)
-            projection = report.projection
-        c = self.c = choreography
-        self.projection = projection
-        self.guards = {d.choice: d.statement.guard.checked.primitive
-                       for d in projection.decisions}
-        self.program = compile_guards([MonitorGuard(d.owner, self.guards[d.choice])
-                                       for d in projection.decisions], c.lifeline_names)
-        self.canonical = {d.choice: d.statement.guard.canonical for d in projection.decisions}
-        self.symbols = tuple(m for s in c.symbol_sets.values() for m in s.members)
+        self.plan: Plan = prepare(choreography, projection)
 
     def run(self, *, seed: int = 0, args=(), values: dict | None = None,
             max_steps: int | None = None, timeout: float | None = None,
-            record: bool = True) -> RunResult:
-        """One seeded run to completion (or to ``max_steps`` / ``timeout``)."""
-        inputs = parse_args(self.c, args, values)
-        return _Simulation(self, seed, inputs, record).run(max_steps, timeout)
+            record: bool = True, sink: Callable[[Event], None] | None = None) -> RunResult:
+        """One seeded run to its end; ``args`` are ``"key=value"`` texts, ``values`` typed inputs.
+
+        ``record`` keeps the events in ``result.trace``; ``sink`` gets each event as it
+        happens (``record=False`` with a sink: constant memory however long the run).
+        """
+        run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        steps = run.steps(max_steps, deadline, timeout)
+        with _Awaiter() as wait:
+            return run.result(*_drive(steps, lambda pending: wait(pending, deadline)))
+
+    async def run_async(self, *, seed: int = 0, args=(), values: dict | None = None,
+                        max_steps: int | None = None, timeout: float | None = None,
+                        record: bool = True,
+                        sink: Callable[[Event], None] | None = None) -> RunResult:
+        """Like :meth:`run`, awaiting async actions on the running loop."""
+        run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        steps = run.steps(max_steps, deadline, timeout)
+        pending = next(steps, None)
+        try:
+            while True:
+                try:
+                    value = await _bounded(pending, deadline)
+                except asyncio.CancelledError:
+                    steps.close()
+                    raise
+                except BaseException as error:  # noqa: BLE001 - the run decides what it means
+                    pending = steps.throw(error)
+                else:
+                    pending = steps.send(value)
+        except StopIteration as stop:
+            return run.result(*stop.value)
+
+
+class _DeadlinePassed(BaseException):
+    """--timeout ran out while an action was awaited (not an action failure)."""
+
+
+async def _bounded(awaitable, deadline: float | None):
+    if deadline is None:
+        return await awaitable
+    try:
+        return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
+    except asyncio.TimeoutError:
+        raise _DeadlinePassed from None
+
+
+def _drive(steps, wait) -> tuple:
+    """Run the steps generator to its end, awaiting what it yields with ``wait``."""
+    try:
+        pending = next(steps)
+        while True:
+            try:
+                value = wait(pending)
+            except BaseException as error:  # noqa: BLE001 - thrown back into the run
+                pending = steps.throw(error)
+            else:
+                pending = steps.send(value)
+    except StopIteration as stop:
+        return stop.value
+
+
+class _Awaiter:
+    """Awaits for a synchronous caller: on a loop of the run's own, created on first use —
+    in a worker thread if this thread already runs a loop (a notebook, an async app)."""
+
+    def __init__(self):
+        self._runner: asyncio.Runner | None = None
+        self._worker: ThreadPoolExecutor | None = None
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, awaitable, deadline):
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+            if _loop_running():
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="cpl-actions")
+        coroutine = _bounded(awaitable, deadline)
+        if self._worker is None:
+            return self._runner.run(coroutine)
+        return self._worker.submit(self._runner.run, coroutine).result()
+
+    def __exit__(self, *exc):
+        if self._runner is not None:
+            if self._worker is None:
+                self._runner.close()
+            else:
+                self._worker.submit(self._runner.close).result()
+                self._worker.shutdown()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False
 
 
 class _Simulation:
-    def __init__(self, simulator: Simulator, seed: int, inputs: dict, record: bool = True):
-        c = self.c = simulator.c
-        self.seed, self.inputs, self.recording = seed, inputs, record
-        self.stores = initial_stores(c, inputs)
-        self.canonical, self.symbols = simulator.canonical, simulator.symbols
-        program, guards = simulator.program, simulator.guards
-        self.runners = [
-            Runner(simulator.projection.program(name), Monitor(program, name, self.stores[name]),
-                   random.Random(f"{seed}:{name}"), c.variables, guards)
-            for name in c.lifeline_names]
-        self.scheduler = random.Random(seed)
-        self.transit = {name: {} for name in c.lifeline_names}  # receiver -> {key: Message}
-        self.events: list[Event] = []
-        self.counts = {name: 0 for name in c.lifeline_names}
-        self.messages = 0
+    """One seeded run: the runners, the scheduler's rng, and where events go."""
 
-    def run(self, max_steps: int | None, timeout: float | None) -> RunResult:
-        status, error, steps = "ok", None, 0
-        deadline = None if timeout is None else time.monotonic() + timeout
+    def __init__(self, plan: Plan, seed, inputs: dict, record: bool, sink):
+        self.plan, self.seed, self.inputs = plan, seed, inputs
+        self.recording, self.sink = record, sink
+        self.stores = plan.stores(inputs)
+        self.runners = [plan.runner(name, self.stores[name], seed,
+                                    record=record or sink is not None)
+                        for name in plan.lifelines]
+        self.by_name = {runner.name: runner for runner in self.runners}
+        self.scheduler = random.Random(seed)
+        self.events: list[Event] = []
+
+    def steps(self, max_steps: int | None, deadline: float | None, timeout):
+        """The run, as a generator: yields each awaitable an action returns, takes its value."""
+        status, error, steps = OK, None, 0
+        runners, by_name, rng = self.runners, self.by_name, self.scheduler
+        keep = self.events.append if self.recording else None
+        sink = self.sink
         try:
             while True:
-                enabled = self.enabled()
-                if not enabled:
+                options = [option for runner in runners for option in runner.enabled()]
+                if not options:
                     break
                 if max_steps is not None and steps >= max_steps:
-                    status, error = "limit", f"stopped after {steps} steps (--max-steps)"
+                    status, error = LIMIT, f"stopped after {steps} steps (--max-steps)"
                     break
                 if deadline is not None and steps % 256 == 0 and time.monotonic() > deadline:
-                    status, error = "limit", f"stopped after {timeout:g} s (--timeout)"
-                    break
-                self.step(*enabled[self.scheduler.randrange(len(enabled))])
+                    raise _DeadlinePassed
+                option = options[rng.randrange(len(options))]
+                runner, value = option.runner, None
+                if option.calls:
+                    value = runner.start(option)
+                    if inspect.isawaitable(value):
+                        try:
+                            value = yield value
+                        except (Exception, SystemExit) as failure:
+                            raise runner.action_failed(option, failure) from None
+                event, message = runner.fire(option, value)
+                if event is not None:
+                    if keep is not None:
+                        keep(event)
+                    if sink is not None:
+                        sink(event)
+                if message is not None:
+                    by_name[message.receiver].deliver(message)
                 steps += 1
-        except ActionFailed as failure:
-            status, error = "failed", failure.render()
-        if status == "ok" and any(not r.done for r in self.runners):
-            status, error = "deadlock", self.deadlock()
-        for runner in self.runners:
-            runner.close()
-        return self.result(status, error, steps)
+        except RunFailure as failure:
+            status, error = FAILED, failure.render()
+        except _DeadlinePassed:
+            status, error = TIMEOUT, f"stopped after {timeout:g} s (--timeout)"
+        except KeyboardInterrupt:
+            status, error = INTERRUPTED, "interrupted"
+        if status == OK and any(not r.done for r in runners):
+            status = DEADLOCK
+            error = "deadlock: no event can happen; " + "; ".join(
+                wait for r in runners for wait in r.waiting())
+        return status, error, steps
 
-    def enabled(self) -> list:
-        found = []
-        transit = self.transit
-        for runner in self.runners:
-            inbox = transit[runner.name]
-            for thread in runner.threads:
-                want = thread.want
-                if want is None:
-                    continue
-                if want[0] == "recv":
-                    for key in want[1]:
-                        message = inbox.get(key)
-                        if message is not None:
-                            found.append((runner, thread, message))
-                else:
-                    found.append((runner, thread, None))
-        return found
-
-    def step(self, runner: Runner, thread, message) -> None:
-        kind, what = thread.want
-        name = runner.name
-        if kind == "recv":
-            del self.transit[name][message.key]
-            updates = runner.receive(thread, message)
-            self.record(name, "recv", msg=message.msg_id, set=updates, label=message.label)
-        elif kind == "act":
-            updates = runner.act(thread)
-            self.record(name, "act", set=updates, label=what.label)
-        elif kind == "choice":
-            outcome = runner.choice(thread)
-            self.record(name, "choice", label=what.label, guard=self.canonical[what.choice],
-                        outcome=outcome)
-        else:  # send, tell
-            self.messages += 1
-            msg_id = f"m{self.messages}"
-            message = runner.send(thread, msg_id) if kind == "send" else runner.tell(thread, msg_id)
-            self.transit[message.receiver][message.key] = message
-            payload = dict(message.values) if kind == "send" else {"outcome": message.outcome}
-            self.record(name, "send", to=message.receiver, msg=message.msg_id,
-                        label=message.label, payload=payload)
-
-    def record(self, lifeline: str, kind: str, **fields) -> None:
-        self.counts[lifeline] += 1
-        if self.recording:
-            self.events.append(Event(f"{lifeline}.{self.counts[lifeline]}", lifeline, kind,
-                                     **fields))
-
-    def deadlock(self) -> str:
-        waits = []
-        for runner in self.runners:
-            for thread in runner.threads:
-                if thread.want is not None:
-                    top = thread.frames[-1]
-                    waits.append(f"{runner.name} {_waiting(top.block[top.pc])}")
-        return "deadlock: no event can happen; " + "; ".join(waits)
-
-    def result(self, status: str, error: str | None, steps: int) -> RunResult:
-        c = self.c
-        expected = {n: c.results.get(n) or tuple(r.store) for n, r in
-                    zip(c.lifeline_names, self.runners)}
-        results = {n: {x: r.store[x] for x in expected[n] if x in r.store}
-                   for n, r in zip(c.lifeline_names, self.runners)}
-        meta = {"choreography": c.name, "seed": self.seed, "inputs": dict(self.inputs),
+    def meta(self, status: str, error: str | None, steps: int) -> dict:
+        """How the run ended, for the trace's ``meta``."""
+        meta = {"choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
                 "status": status, "steps": steps, "recorded": self.recording}
         if error:
             meta["error"] = error
-        trace = Trace(tuple(c.lifeline_names), self.stores, tuple(self.events),
-                      tuple(c.variables), self.symbols, meta)
+        return meta
+
+    def result(self, status: str, error: str | None, steps: int) -> RunResult:
+        c = self.plan.choreography
+        expected = {r.name: c.results.get(r.name) or tuple(r.store) for r in self.runners}
+        results = {r.name: r.results(expected[r.name]) for r in self.runners}
+        header = self.plan.header(self.inputs)
+        trace = Trace(header["lifelines"], header["init"], tuple(self.events), header["vars"],
+                      header["symbols"], self.meta(status, error, steps))
         return RunResult(status, results, expected, trace, error, steps)
-
-
-def _waiting(s) -> str:
-    where = f" ({s.where})" if s.where else ""
-    if isinstance(s, LRecv):
-        return f"waits for {s.label!r} from {s.frm}{where}"
-    if isinstance(s, (LBranch, LLoop)):
-        if getattr(s, "via", "") == "message":
-            return f"waits for {s.then[0].label!r} or {s.else_[0].label!r}{where}"
-        return f"waits for the outcome of {s.label!r} from {s.owner}{where}"
-    return f"is stuck at {s!r}"

@@ -1,0 +1,114 @@
+"""Calling a user's action, and checking what it gives back before the trace holds it.
+
+An action is ``fn(variables, rng)``: ``variables`` a read-only view of the
+lifeline's store, ``rng`` its seeded ``random.Random``.  It may be async:
+:func:`start` returns whatever ``fn`` returned, and the *driver* awaits an
+awaitable on its own event loop — the lifeline engine never runs a loop of
+its own, so it works from plain code and from inside asyncio alike.
+
+Whatever goes wrong — ``fn`` raises or calls ``sys.exit``, returns the wrong
+arity or type, or a value a ``cpl-msc/1`` trace cannot hold (NaN, ±Infinity,
+a non-JSON object) — is a :class:`~choreo.status.RunFailure` naming the
+lifeline, the event and the line of the action that failed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import traceback
+from types import MappingProxyType
+
+from . import model
+from .errors import Where
+from .local import LAct
+from .status import RunFailure
+
+
+def start(s: LAct, store: dict, rng, lifeline: str, event: str):
+    """Call the action; returns its value, or an awaitable the driver must await."""
+    try:
+        return s.fn(MappingProxyType(store), rng)
+    except (Exception, SystemExit) as error:
+        raise failed(s, error, lifeline, event) from None
+
+
+def failed(s: LAct, error: BaseException, lifeline: str, event: str) -> RunFailure:
+    """The failure of an action that raised (or exited) with ``error``."""
+    if isinstance(error, SystemExit):
+        cause = f"action {s.label!r} called sys.exit({error.code!r})"
+    else:
+        cause = f"action {s.label!r} raised {type(error).__name__}: {error}"
+    return RunFailure(lifeline, event, cause, _raised_at(s, error) or s.where, kind="action")
+
+
+def assignments(s: LAct, value, variables: dict, lifeline: str, event: str) -> dict:
+    """The variables ``value`` assigns, each checked against its declaration and JSON."""
+    names = s.assigns
+    if not names:
+        return {}
+    if len(names) == 1:
+        updates = {names[0]: value}
+    elif isinstance(value, dict) and set(value) <= set(names):
+        updates = dict(value)
+    elif isinstance(value, (tuple, list)) and len(value) == len(names):
+        updates = dict(zip(names, value))
+    else:
+        raise _bad(s, lifeline, event, f"returned {_short(value)}; it assigns "
+                   f"{', '.join(names)}, so it must return a tuple of {len(names)} values "
+                   f"or a dict of them")
+    for name, item in updates.items():
+        kind = variables[name].type
+        if not model.conforms(item, kind):
+            raise _bad(s, lifeline, event, f"gave {name} = {_short(item)}, which is not "
+                       f"{model.type_name(kind)}")
+        if not _traceable(item):
+            raise _bad(s, lifeline, event, f"gave {name} = {_short(item)}, which a trace "
+                       f"cannot hold (JSON values only: no NaN or Infinity)")
+    return updates
+
+
+def _bad(s: LAct, lifeline: str, event: str, what: str) -> RunFailure:
+    return RunFailure(lifeline, event, f"action {s.label!r} {what}", _defined_at(s) or s.where,
+                      kind="action")
+
+
+def _traceable(value) -> bool:
+    """A JSON value with finite numbers: what a ``cpl-msc/1`` trace can hold."""
+    kind = type(value)
+    if kind is str or kind is bool or kind is int or value is None:
+        return True
+    if kind is float:
+        return math.isfinite(value)
+    try:
+        json.dumps(value, allow_nan=False)
+        return True
+    except (TypeError, ValueError, RecursionError):
+        return False
+
+
+def _short(value) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a user object whose repr fails
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _defined_at(s: LAct) -> Where | None:
+    code = getattr(s.fn, "__code__", None)
+    return Where(code.co_filename, code.co_firstlineno) if code is not None else None
+
+
+def _raised_at(s: LAct, error: BaseException) -> Where | None:
+    """The innermost traceback line in the action's own file: where the user's code failed."""
+    code = getattr(s.fn, "__code__", None)
+    if code is None:
+        return None
+    own = os.path.abspath(code.co_filename)
+    found = None
+    for frame in traceback.extract_tb(error.__traceback__):
+        if os.path.abspath(frame.filename) == own:
+            found = Where(frame.filename, frame.lineno)
+    return found

@@ -1,0 +1,71 @@
+"""Preparing a choreography to run — once — for every driver.
+
+Validating, projecting and compiling the guards into monitors (generating
+and ``exec``-ing their code) costs several whole runs and depends neither on
+the seed nor on the inputs.  :func:`prepare` does it once and returns a
+:class:`Plan`; the simulator, a lifeline process and the tests all build
+their :class:`~choreo.machine.Runner` objects from the same plan, so there
+is one way a lifeline is set up, whoever drives it.
+"""
+
+from __future__ import annotations
+
+import random
+
+import attrs
+
+from cpl.compile import OwnedFormula, Program, compile_guards
+from .errors import ChoreographyError
+from .inputs import initial_stores, parse_args
+from .project import Projection
+from .validate import validate
+
+
+@attrs.frozen
+class Plan:
+    """A valid choreography, its projection and its compiled decision guards."""
+
+    choreography: object = attrs.field(eq=False, repr=False)
+    projection: Projection = attrs.field(repr=False)
+    monitors: Program = attrs.field(eq=False, repr=False)  # every decision's guard, compiled
+    symbols: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        return self.choreography.name
+
+    @property
+    def lifelines(self) -> tuple[str, ...]:
+        return self.projection.lifelines
+
+    def inputs(self, args=(), values: dict | None = None) -> dict:
+        """Every input's value from ``"key=value"`` texts and/or typed ``values``."""
+        return parse_args(self.choreography, args, values)
+
+    def stores(self, inputs: dict) -> dict[str, dict]:
+        """Each lifeline's store before its first event."""
+        return initial_stores(self.choreography, inputs)
+
+    def header(self, inputs: dict) -> dict:
+        """The trace's header: what a ``cpl-msc/1`` document says before its events."""
+        return {"lifelines": self.lifelines, "init": self.stores(inputs),
+                "vars": tuple(self.choreography.variables), "symbols": self.symbols}
+
+    def runner(self, lifeline: str, store: dict, seed, *, record: bool = True):
+        """``lifeline``'s engine from its initial ``store``; actions get ``f"{seed}:{lifeline}"``."""
+        from .machine import Runner  # machine reads plans; plans build machines
+        return Runner(self, lifeline, store, random.Random(f"{seed}:{lifeline}"), record=record)
+
+
+def prepare(choreography, projection: Projection | None = None) -> Plan:
+    """Validate (unless a projection is given), project and compile the guards."""
+    if projection is None:
+        report = validate(choreography)
+        if not report.ok:
+            raise ChoreographyError.many(report.errors)
+        projection = report.projection
+    guards = [OwnedFormula(d.owner, d.statement.guard.checked.primitive)
+              for d in projection.decisions]
+    monitors = compile_guards(guards, choreography.lifeline_names)
+    symbols = tuple(m for s in choreography.symbol_sets.values() for m in s.members)
+    return Plan(choreography, projection, monitors, symbols)

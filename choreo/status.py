@@ -1,0 +1,37 @@
+"""How a run ends: one closed set of statuses, and the failure that names its cause.
+
+Every driver (the simulator, a lifeline process, the supervisor) ends a run
+with exactly one of ``STATUSES``; the trace records it in ``meta.status``
+and ``cpl run`` maps it to an exit code (``EXIT_CODES``, cli.md: 0 success,
+1 the run failed, 130 interrupted).  Anything that goes wrong *inside* a
+running lifeline — a user action that raises, exits or returns a value the
+declaration or the trace cannot hold, a predicate that raises while a guard
+is evaluated — is one :class:`RunFailure`: it names the lifeline, the event
+it was taking and the cause, at the user's file and line where known.
+"""
+
+from __future__ import annotations
+
+from .errors import UNKNOWN, ChoreographyError, Where
+
+OK = "ok"
+FAILED = "failed"  # a RunFailure
+DEADLOCK = "deadlock"  # no event can happen and some lifeline is not done
+LIMIT = "limit"  # --max-steps reached
+TIMEOUT = "timeout"  # --timeout reached
+INTERRUPTED = "interrupted"  # Ctrl-C / SIGTERM
+DIED = "died"  # a lifeline process exited or stopped answering (runtime)
+
+STATUSES = (OK, FAILED, DEADLOCK, LIMIT, TIMEOUT, INTERRUPTED, DIED)
+EXIT_CODES = {OK: 0, FAILED: 1, DEADLOCK: 1, LIMIT: 1, TIMEOUT: 1, DIED: 1, INTERRUPTED: 130}
+
+
+class RunFailure(ChoreographyError):
+    """A lifeline could not take an event: ``lifeline``, ``event`` (its id) and the cause."""
+
+    def __init__(self, lifeline: str, event: str, cause: str, where: Where = UNKNOWN,
+                 kind: str = "run"):
+        super().__init__(f"{lifeline}, event {event}: {cause}", where, kind=kind)
+        self.lifeline = lifeline
+        self.event = event
+        self.cause = cause
