@@ -1,10 +1,17 @@
-"""Checking a decoded ``cpl-msc/1`` document (spec/trace.md) and building its ``Trace``.
+"""Checking ``cpl-msc/1`` traces (spec/trace.md): one ``Checker`` for documents and streams.
+
+The checker takes the header (the document without ``events``), then events
+one at a time, then ``meta``: a JSON document is checked as a header and its
+list, a ``.jsonl`` stream line by line with the same code and messages.  Its
+state is what later events are checked against: the event ids, the message
+ids sent, and the sends still in transit; nothing per event beyond that.
 
 A malformed trace is rejected as a whole, with the first problem in list
 order: a guard value computed from a broken MSC would be meaningless, so
 nothing is evaluated from it.  Messages name the event (``#index`` in the
-``events`` list, 0-based, and its id) and say what to do.  Turning bytes into
-a document and back is ``cpl.tracefile``'s job.
+``events`` list, 0-based, and its id) and say what to do.  Wording a problem
+about *another* event (the earlier duplicate, the later send) asks ``scan``
+for the raw events again, so the fast path keeps no index per event.
 """
 
 from __future__ import annotations
@@ -15,9 +22,10 @@ from types import MappingProxyType
 
 from .errors import TraceError
 from .msc import KINDS, Event, Trace
+from .tracecodec import FORMAT, MAX_DEPTH, TOO_DEEP
 
-FORMAT = "cpl-msc/1"
 _TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "init", "events", "meta")
+_HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "init")
 _EVENT_FIELDS = Event._fields
 _EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
 _PLAIN_TYPES = (str, int, bool, type(None))  # values that need no further check
@@ -25,12 +33,23 @@ _NO_UPDATES = MappingProxyType({})
 _build = Event.checked
 _VALUE_TYPES = "string, number, boolean, null, list or object"
 
-__all__ = ["FORMAT", "parse_trace"]
+__all__ = ["FORMAT", "Checker", "parse_trace"]
 
 
 def parse_trace(data, origin: str = "trace") -> Trace:
     """Validate a decoded document and build the ``Trace``; ``TraceError`` on the first problem."""
-    return _Reader(origin).trace(data)
+    checker = Checker(origin)
+    checker.header(data)
+    if "events" not in data:
+        raise checker.fail('missing "events": list the events (it may be empty)')
+    raw = data["events"]
+    if not isinstance(raw, list):
+        raise checker.fail(f'"events" must be a list, found {_type_name(raw)}')
+    checker.scan = lambda: iter(raw)
+    event = checker.event
+    events = [event(item) for item in raw]
+    meta = checker.meta(data.get("meta"))
+    return Trace(checker.lifelines, checker.init, events, checker.vars, checker.symbols, meta)
 
 
 def _suggest(name, known) -> str:
@@ -44,26 +63,48 @@ def _type_name(value) -> str:
                                                                         type(value).__name__)
 
 
-class _Reader:
-    def __init__(self, origin: str):
+class Checker:
+    """Checks a trace piece by piece: ``header``, then ``event`` per event in order, ``meta``.
+
+    ``scan()``, if set, iterates the raw events from the first: used only to word a
+    problem that names another event.  ``assigned`` collects the variable names the
+    events ``set`` when the header declares no ``vars`` (a stream's schema needs them).
+    """
+
+    def __init__(self, origin: str = "trace", scan=None):
         self.origin = origin
+        self.scan = scan
         self.lifelines: tuple[str, ...] = ()
         self.known: frozenset[str] = frozenset()  # the lifelines, for a quick membership test
         self.declared: frozenset[str] | None = None
+        self.vars: tuple[str, ...] | None = None
+        self.symbols: tuple[str, ...] | None = None
+        self.init: dict = {}
+        self.count = 0  # events checked so far: the index of the next one
+        self.ids: set[str] = set()
+        self.messages: set[str] = set()  # every msg id sent so far
+        self.open: dict[str, tuple[int, str, str]] = {}  # in transit: msg -> (index, send id, to)
+        self.assigned: dict[str, None] = {}
 
     def fail(self, message: str, index: int | None = None, event_id: str | None = None):
         return TraceError(message, self.origin, index, event_id)
 
     # ------------------------------------------------------- top level
 
-    def trace(self, data) -> Trace:
+    def header(self, data, stream: bool = False) -> None:
+        """The top-level fields but ``events`` and ``meta`` (a stream's first line)."""
         if not isinstance(data, dict):
             raise self.fail(f"expected a JSON object with \"format\", \"lifelines\" and "
                             f"\"events\", found {_type_name(data)}")
+        fields = _HEADER_FIELDS if stream else _TOP_FIELDS
         for key in data:
-            if key not in _TOP_FIELDS:
-                raise self.fail(f"unknown top-level field {key!r}{_suggest(key, _TOP_FIELDS)} "
-                                f"(fields are {', '.join(_TOP_FIELDS)})")
+            if stream and key in ("events", "meta"):
+                raise self.fail(f'the header line has "{key}": in a .jsonl stream every event '
+                                f'is a line of its own and meta is the last line '
+                                f'{{"end": META}}')
+            if key not in fields:
+                raise self.fail(f"unknown top-level field {key!r}{_suggest(key, fields)} "
+                                f"(fields are {', '.join(fields)})")
         if "format" not in data:
             raise self.fail(f'missing "format": add "format": "{FORMAT}"')
         if data["format"] != FORMAT:
@@ -81,18 +122,25 @@ class _Reader:
                 raise self.fail(f"{both[0]!r} is listed both in \"vars\" and in \"symbols\"; "
                                 f"a name is one or the other")
         self.declared = None if variables is None else frozenset(variables)
-        init = self.init(data.get("init"))
-        if "events" not in data:
-            raise self.fail('missing "events": list the events (it may be empty)')
-        if not isinstance(data["events"], list):
-            raise self.fail(f'"events" must be a list, found {_type_name(data["events"])}')
-        events = self.events(data["events"])
-        meta = data.get("meta")
+        self.vars, self.symbols = variables, symbols
+        self.init = self.check_init(data.get("init"))
+
+    def meta(self, meta):
         if meta is not None and not isinstance(meta, dict):
             raise self.fail(f'"meta" must be an object, found {_type_name(meta)}')
         if meta is not None:
             self.value(meta, '"meta"')
-        return Trace(self.lifelines, init, events, variables, symbols, meta)
+        return meta
+
+    def variables(self) -> tuple[str, ...]:
+        """Declared ``vars``, or the names ``init`` and the events checked so far assign."""
+        if self.vars is not None:
+            return self.vars
+        names: dict[str, None] = {}
+        for store in self.init.values():
+            names.update(dict.fromkeys(store))
+        names.update(self.assigned)
+        return tuple(names)
 
     def names(self, value, field: str, optional: bool = False) -> tuple[str, ...] | None:
         if value is None and optional:
@@ -118,7 +166,7 @@ class _Reader:
                             f'"lifelines" or fix the name', index, event_id)
         return name
 
-    def init(self, value) -> dict:
+    def check_init(self, value) -> dict:
         if value is None:
             return {}
         if not isinstance(value, dict):
@@ -144,75 +192,87 @@ class _Reader:
             self.value(value, f"{where}: {key!r}", index, event_id)
 
     def value(self, value, where: str, index=None, event_id=None) -> None:
-        """JSON values only, so every trace can be written back as JSON."""
+        """JSON values only, so every trace can be written back as JSON; at most ``MAX_DEPTH``
+        lists/objects deep.  Iterative, so a hostile depth cannot reach the stack's limit."""
         if value is None or isinstance(value, (bool, int, str)):
             return
-        if isinstance(value, float):
-            if not math.isfinite(value):
-                raise self.fail(f"{where} is {value}, which JSON cannot hold", index, event_id)
-            return
-        if isinstance(value, list):
-            for item in value:
-                self.value(item, where, index, event_id)
-            return
-        if isinstance(value, dict):
-            for key, item in value.items():
-                if not isinstance(key, str):
-                    raise self.fail(f"{where} holds an object with the key {key!r}; object keys "
-                                    f"are strings", index, event_id)
-                self.value(item, where, index, event_id)
-            return
-        raise self.fail(f"{where} holds a {type(value).__name__} value; values are "
-                        f"{_VALUE_TYPES}", index, event_id)
+        stack = [(value, 0)]
+        while stack:
+            value, depth = stack.pop()
+            if value is None or isinstance(value, (bool, int, str)):
+                continue
+            if isinstance(value, float):
+                if not math.isfinite(value):
+                    raise self.fail(f"{where} is {value}, which JSON cannot hold", index, event_id)
+                continue
+            if isinstance(value, (list, dict)):
+                if depth >= MAX_DEPTH:
+                    raise self.fail(f"{where} is {TOO_DEEP}", index, event_id)
+                if isinstance(value, dict):
+                    for key in value:
+                        if not isinstance(key, str):
+                            raise self.fail(f"{where} holds an object with the key {key!r}; "
+                                            f"object keys are strings", index, event_id)
+                    value = value.values()
+                stack.extend((item, depth + 1) for item in reversed(list(value)))  # in order
+                continue
+            raise self.fail(f"{where} holds a {type(value).__name__} value; values are "
+                            f"{_VALUE_TYPES}", index, event_id)
 
     # ----------------------------------------------------------- events
 
-    def events(self, raw: list) -> list[Event]:
-        ids: dict[str, int] = {}
-        sent: dict[str, tuple[int, Event]] = {}
-        received: dict[str, tuple[int, Event]] = {}
-        events = []
-        for index, item in enumerate(raw):
-            event = self.event(index, item, ids)
-            ids[event.id] = index
-            if event.kind == "send":
-                if event.msg in sent:
-                    first, other = sent[event.msg]
-                    raise self.fail(f"{_where(index, event)}: sends message {event.msg!r}, which "
-                                    f"event #{first} {other.id!r} already sends; message ids are "
-                                    f"unique", index, event.id)
-                sent[event.msg] = (index, event)
-            elif event.kind == "recv":
-                self.check_receive(index, event, sent, received, raw)
-                received[event.msg] = (index, event)
-            events.append(event)
-        return events
+    def _raw(self, start: int = 0, stop: int | None = None):
+        """(index, raw event) from ``scan`` for indices start ≤ i < stop: to word a problem."""
+        if self.scan is None:
+            return
+        for index, item in enumerate(self.scan()):
+            if stop is not None and index >= stop:
+                return
+            if index >= start and isinstance(item, dict):
+                yield index, item
 
-    def check_receive(self, index, event, sent, received, raw) -> None:
+    def _first(self, before: int, **fields) -> tuple[int | None, object]:
+        """The first raw event before ``before`` with these field values: (index, its id)."""
+        for index, item in self._raw(0, before):
+            if all(item.get(key) == value for key, value in fields.items()):
+                return index, item.get("id")
+        return None, None
+
+    def receive(self, index: int, event: Event) -> None:
         msg = event.msg
-        if msg not in sent:
-            later = _later_send(raw, index, msg)  # "sent later" or "never sent"?
+        found = self.open.pop(msg, None)
+        if found is not None and found[2] == event.lifeline:
+            return
+        if found is None and msg not in self.messages:
+            later = next((i for i, item in self._raw(index + 1)  # "sent later" or "never sent"?
+                          if item.get("kind") == "send" and item.get("msg") == msg), None)
             if later is not None:
+                later_id = next(item.get("id") for _, item in self._raw(later, later + 1))
                 raise self.fail(f"{_where(index, event)}: receives message {msg!r} before its "
-                                f"send (event #{later} {raw[later].get('id')!r}); list events in "
-                                f"causal order, every send before its receive", index, event.id)
+                                f"send (event #{later} {later_id!r}); list events in causal "
+                                f"order, every send before its receive", index, event.id)
             raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which no "
-                            f"earlier event sends{_suggest(msg, sent)}", index, event.id)
-        send_index, send = sent[msg]
-        if send.to != event.lifeline:
+                            f"earlier event sends{_suggest(msg, self.messages)}", index, event.id)
+        if found is None:
+            send_index, send_id = self._first(index, kind="send", msg=msg)
+            to = next((item.get("to") for _, item in self._raw(send_index, send_index + 1)),
+                      event.lifeline) if send_index is not None else event.lifeline
+        else:
+            send_index, send_id, to = found
+        if to != event.lifeline:
             raise self.fail(f"{_where(index, event)}: receives message {msg!r}, but its send "
-                            f"(event #{send_index} {send.id!r}) is addressed to {send.to!r}",
+                            f"(event #{send_index} {send_id!r}) is addressed to {to!r}",
                             index, event.id)
-        if msg in received:
-            first, other = received[msg]
-            raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which event "
-                            f"#{first} {other.id!r} already received; a message is received "
-                            f"at most once", index, event.id)
+        first, other = self._first(index, kind="recv", msg=msg)
+        raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which event "
+                        f"#{first} {other!r} already received; a message is received "
+                        f"at most once", index, event.id)
 
-    def event(self, index: int, item, ids: dict) -> Event:
-        """Check one event and build it.  This runs for every event of every trace loaded,
-        so the wording of a problem (and the ``event #3 't1' (A)`` that names the event) is
-        only put together when there is one."""
+    def event(self, item) -> Event:
+        """Check the next event and build it.  This runs for every event of every trace
+        loaded, so the wording of a problem (and the ``event #3 't1' (A)`` that names the
+        event) is only put together when there is one."""
+        index = self.count
         if not isinstance(item, dict):
             raise self.fail(f"event #{index}: expected an object, found {_type_name(item)}", index)
         event_id = item.get("id")
@@ -224,9 +284,10 @@ class _Reader:
             raise self.fail(f"{_head(index, event_id)}: unknown field {key!r}"
                             f"{_suggest(key, _EVENT_FIELDS)} (fields are "
                             f"{', '.join(_EVENT_FIELDS)})", index, event_id)
-        if event_id in ids:
+        if event_id in self.ids:
+            first, _ = self._first(index, id=event_id)
             raise self.fail(f"{_head(index, event_id)}: duplicate event id {event_id!r} (also "
-                            f"event #{ids[event_id]}); give every event a unique id",
+                            f"event #{first}); give every event a unique id",
                             index, event_id)
         if "lifeline" not in item:
             raise self.fail(f"{_head(index, event_id)}: missing \"lifeline\"", index, event_id)
@@ -285,10 +346,24 @@ class _Reader:
         if payload is not None:
             self.value(payload, f'{_head(index, event_id, lifeline)}: "payload"', index,
                        event_id)
+        if kind == "send":
+            if msg in self.messages:
+                first, other = self._first(index, kind="send", msg=msg)
+                raise self.bad(index, event_id, lifeline, f"sends message {msg!r}, which event "
+                               f"#{first} {other!r} already sends; message ids are unique")
+            self.messages.add(msg)
+            self.open[msg] = (index, event_id, to)
+        elif updates and self.declared is None:
+            self.assigned.update(dict.fromkeys(updates))
+        self.ids.add(event_id)
+        self.count = index + 1
         # Copies of the maps, as Event() makes, so a caller's document can change afterwards.
-        return _build((event_id, lifeline, kind, to, msg,
+        event = _build((event_id, lifeline, kind, to, msg,
                        MappingProxyType(dict(updates)) if updates else _NO_UPDATES, label, guard,
                        outcome, None if vc is None else MappingProxyType(dict(vc)), time, payload))
+        if kind == "recv":
+            self.receive(index, event)
+        return event
 
     def decision_fields(self, index, event_id, lifeline, kind, label, guard, outcome) -> None:
         """``guard`` and ``outcome`` belong to a choice; ``label`` and ``guard`` are text."""
@@ -345,12 +420,3 @@ def _head(index: int, event_id: str, lifeline: str | None = None) -> str:
     """How messages name an event: ``event #3 't1' (TestRunner)``."""
     head = f"event #{index} {event_id!r}"
     return head if lifeline is None else f"{head} ({lifeline})"
-
-
-def _later_send(raw: list, index: int, msg: str) -> int | None:
-    """Index of a send of ``msg`` after event ``index``, if the list has one."""
-    for later in range(index + 1, len(raw)):
-        item = raw[later]
-        if isinstance(item, dict) and item.get("kind") == "send" and item.get("msg") == msg:
-            return later
-    return None

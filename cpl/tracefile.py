@@ -1,116 +1,137 @@
-"""Reading and writing ``cpl-msc/1`` traces: bytes (JSON or msgpack) ↔ document ↔ ``Trace``.
+"""Reading and writing ``cpl-msc/1`` traces: bytes (JSON, msgpack, JSON Lines) ↔ ``Trace``.
 
-Decoding rejects what is not a JSON or msgpack object (and a JSON object with
-a duplicate key); whether the document is a valid trace is ``cpl.tracecheck``'s
-question.
+Every reader takes all three forms: ``.jsonl`` by its suffix, msgpack by
+``.msgpack``/``.mpk``, anything else sniffed (a first line that is a whole
+header object followed by more lines is a stream; else a JSON document,
+falling back to msgpack).  Decoding rejects what is not a JSON or msgpack
+object (and a JSON object with a duplicate key); whether the document is a
+valid trace is ``cpl.tracecheck``'s question.  Writing goes through
+``cpl.tracestream.TraceWriter`` only.
 """
 
 from __future__ import annotations
 
-import json
+import io
 from pathlib import Path
-
-import msgpack
 
 from .collector import collector_paused
 from .errors import TraceError
 from .msc import Trace
 from .tracecheck import FORMAT, parse_trace
-
-MSGPACK_SUFFIXES = (".msgpack", ".mpk")
+from .tracecodec import DuplicateKey, decode_json, decode_problem, json_error, unpack
+from .tracestream import MAX_LINE, JsonLines, TraceWriter, form_of
 
 __all__ = ["FORMAT", "TraceError", "load_trace", "loads_trace", "parse_trace", "dump_trace",
-           "dumps_trace"]
+           "dumps_trace", "open_trace", "TraceWriter"]
 
 
 # --------------------------------------------------------------- bytes
 
 
-def load_trace(path) -> Trace:
-    """Read and validate a trace file: msgpack for .msgpack/.mpk or non-JSON bytes, else JSON."""
+def load_trace(path, warn=None) -> Trace:
+    """Read and validate a trace file in any of the three forms (see the module docstring).
+
+    A cut-off stream loads with ``meta == {"cut_off": True}``; ``warn(text)`` is told
+    (default: a ``TraceWarning``)."""
+    source = open_trace(path, warn)
+    if isinstance(source, Trace):
+        return source
+    with collector_paused():
+        return Trace(source.lifelines, source.init, list(source.events()), source.vars,
+                     source.symbols, source.meta)
+
+
+def open_trace(path, warn=None) -> Trace | JsonLines:
+    """A document as its ``Trace``; a stream as a ``JsonLines`` whose header is checked and
+    whose events are not read yet (``cpl eval`` reads them one at a time)."""
     path = Path(path)
+    form = form_of(path)
+    if form != "jsonl":
+        try:
+            with open(path, "rb") as handle:
+                first = handle.readline(MAX_LINE) if form is None else b""
+                second = handle.readline(MAX_LINE) if first.lstrip().startswith(b"{") else b""
+                stream = _looks_streamed(first, second)
+                raw = b"" if stream else first + second + handle.read()
+        except OSError as error:
+            raise TraceError(f"cannot read the trace: {error.strerror}", str(path)) from None
+        except MemoryError:
+            raise TraceError("too large to read into memory; write it as .jsonl", str(path)) from None
+        if not stream:
+            return loads_trace(raw, str(path), msgpack_first=form == "msgpack")
+    stream = JsonLines(path, str(path), warn)
+    stream.header()
+    return stream
+
+
+def _looks_streamed(first: bytes, second: bytes) -> bool:
+    """A header object alone on the first line, and more lines after it."""
+    text = first.lstrip(b"\xef\xbb\xbf \t\r")
+    if not text.startswith(b"{") or not second.strip():
+        return False
     try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise TraceError(f"cannot read the trace: {error.strerror}", str(path)) from None
-    return loads_trace(raw, str(path), msgpack_first=path.suffix.lower() in MSGPACK_SUFFIXES)
+        value = decode_json(text.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "events" not in value
 
 
-def loads_trace(raw: bytes | str, origin: str = "trace", *, msgpack_first: bool = False) -> Trace:
-    """Decode bytes (JSON, falling back to msgpack) and validate them."""
+def loads_trace(raw: bytes | str, origin: str = "trace", *, msgpack_first: bool = False,
+                warn=None) -> Trace:
+    """Decode bytes (a JSON document, msgpack, or a JSON Lines stream) and validate them."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8")
+    first, _, rest = raw.partition(b"\n")
+    if not msgpack_first and _looks_streamed(first, rest.partition(b"\n")[0] or rest[:1]):
+        stream = JsonLines(raw, origin, warn)
+        stream.header()
+        with collector_paused():
+            return Trace(stream.lifelines, stream.init, list(stream.events()), stream.vars,
+                         stream.symbols, stream.meta)
     with collector_paused():  # a trace is a million acyclic objects: see collector_paused
         return parse_trace(_decode(raw, origin, msgpack_first), origin)
-
-
-class _DuplicateKey(ValueError):
-    pass
-
-
-def _no_duplicates(pairs):
-    data = dict(pairs)
-    if len(data) < len(pairs):  # some key came twice: say which
-        seen = set()
-        for key, _ in pairs:
-            if key in seen:
-                raise _DuplicateKey(f"the key {key!r} occurs twice in one object")
-            seen.add(key)
-    return data
-
-
-def _no_constant(name):
-    raise ValueError(f"{name} is not a JSON number")
-
-
-def _unpack(raw: bytes):
-    return msgpack.unpackb(raw, raw=False, strict_map_key=False)
 
 
 def _decode(raw: bytes, origin: str, msgpack_first: bool):
     if msgpack_first:
         try:
-            return _unpack(raw)
+            return unpack(raw)
         except Exception as error:  # msgpack raises several unrelated types
-            raise TraceError(f"not a msgpack trace ({error}); write it with "
+            raise TraceError(f"not a msgpack trace ({decode_problem(error)}); write it with "
                              f"`cpl run --trace OUT.msgpack` or use JSON", origin) from None
     try:
-        return json.loads(raw.decode("utf-8-sig"), object_pairs_hook=_no_duplicates,
-                          parse_constant=_no_constant)
-    except _DuplicateKey as error:
-        raise TraceError(f"not a valid trace: {error}; keep one of them", origin) from None
-    except (UnicodeDecodeError, ValueError) as json_error:
+        return decode_json(raw.decode("utf-8-sig"))
+    except DuplicateKey as error:
+        raise json_error(error, origin) from None
+    except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as json_error_:
+        if isinstance(json_error_, (RecursionError, MemoryError)):
+            raise json_error(json_error_, origin) from None
         try:
-            data = _unpack(raw)
+            data = unpack(raw)
         except Exception:
             data = None
         if isinstance(data, dict):
             return data
-        raise TraceError(f"not JSON ({json_error}) and not msgpack either; a trace is a JSON "
+        raise TraceError(f"not JSON ({json_error_}) and not msgpack either; a trace is a JSON "
                          f'object {{"format": "{FORMAT}", "lifelines": [...], "events": [...]}}',
                          origin) from None
 
 
-def dumps_trace(trace: Trace, binary: bool = False) -> bytes:
-    """The document as bytes: JSON (one event per line) or msgpack."""
-    data = trace.to_dict()
-    if binary:
-        return msgpack.packb(data, use_bin_type=True)
-    lines = []
-    for key, value in data.items():
-        if key == "events":
-            rows = ",\n".join("    " + _json(event) for event in value)
-            lines.append(f'  "events": [\n{rows}\n  ]' if value else '  "events": []')
-        else:
-            lines.append(f"  {_json(key)}: {_json(value)}")
-    return ("{\n" + ",\n".join(lines) + "\n}\n").encode("utf-8")
+def dumps_trace(trace: Trace, binary: bool = False, form: str | None = None) -> bytes:
+    """The trace as bytes: a JSON document (one event per line), msgpack, or ``form="jsonl"``."""
+    buffer = io.BytesIO()
+    _write(trace, TraceWriter.to_stream(buffer, form or ("msgpack" if binary else "json"),
+                                        trace.lifelines, trace.init, trace.vars, trace.symbols))
+    return buffer.getvalue()
 
 
 def dump_trace(trace: Trace, path) -> None:
-    """Write the trace; msgpack when the suffix is .msgpack/.mpk, JSON otherwise."""
-    path = Path(path)
-    path.write_bytes(dumps_trace(trace, binary=path.suffix.lower() in MSGPACK_SUFFIXES))
+    """Write the trace; the form from the suffix (.jsonl, .msgpack/.mpk, else JSON)."""
+    _write(trace, TraceWriter.open(path, trace.lifelines, trace.init, trace.vars, trace.symbols))
 
 
-def _json(value) -> str:
-    return json.dumps(value, ensure_ascii=False, allow_nan=False)
+def _write(trace: Trace, writer: TraceWriter) -> None:
+    with writer:
+        for event in trace.events:
+            writer.write(event)
+        writer.close(None if trace.meta is None else dict(trace.meta))

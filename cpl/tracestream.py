@@ -1,0 +1,392 @@
+"""Writing traces as they happen, and reading the streaming ``.jsonl`` form line by line.
+
+``TraceWriter`` is the one writing path for all three forms (spec/trace.md):
+``.jsonl`` streams (header line, one event per line, ``{"end": META}``); the
+JSON document is streamed too, in the layout ``dumps_trace`` always wrote (the
+header keys, ``"events": [`` one per line, ``"meta"``, the closing brace);
+``.msgpack``/``.mpk`` spools the events to a temporary file next to the
+target, because the document's array header needs their count, and
+assembles the document at close.  Memory stays one batch of lines whatever
+the run's length.
+
+``JsonLines`` reads a stream one line at a time through ``cpl.tracecheck.Checker``,
+so its memory is the checker's state (ids, messages), not the events.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+import shutil
+import tempfile
+import time
+import warnings
+from pathlib import Path
+from typing import Callable, Iterator
+
+import msgpack
+
+from .errors import TraceError
+from .msc import Event
+from .tracecheck import Checker
+from .tracecodec import FORMAT, TOO_DEEP, decode_json, encode_json, json_error, too_deep
+
+JSONL_SUFFIXES = (".jsonl",)
+MSGPACK_SUFFIXES = (".msgpack", ".mpk")
+MAX_LINE = 64 * 2**20  # bytes: a longer line is not an event a run writes
+
+__all__ = ["TraceWriter", "JsonLines", "TraceWarning", "form_of"]
+
+
+class TraceWarning(UserWarning):
+    """A trace was read but is not whole: the run was cut off, or its last line was."""
+
+
+def form_of(path) -> str | None:
+    """``jsonl``, ``msgpack``, or ``None`` when the suffix says nothing (JSON or sniffed)."""
+    suffix = Path(path).suffix.lower()
+    return "jsonl" if suffix in JSONL_SUFFIXES else "msgpack" if suffix in MSGPACK_SUFFIXES else None
+
+
+_SCALARS = (str, int, bool, type(None))
+
+
+def _plain(value) -> bool:
+    """A scalar, or an object of scalars (the usual ``set`` and ``vc``): nothing to walk."""
+    kind = type(value)
+    return kind in _SCALARS or (kind is dict and all(type(item) in _SCALARS
+                                                     for item in value.values()))
+
+
+def _problem(value) -> str | None:
+    """Why a value cannot be written (NaN, infinity, too deep), or ``None``.  Every form
+    must hold what JSON can, so a msgpack trace stays convertible and loadable."""
+    if _plain(value):
+        return None
+    if isinstance(value, float):
+        return None if math.isfinite(value) else f"{value}, which JSON cannot hold"
+    if too_deep(value):
+        return TOO_DEEP
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float) and not math.isfinite(item):
+            return f"{item}, which JSON cannot hold"
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return None
+
+
+class TraceWriter:
+    """Writes one trace as its events happen; ``close(meta)`` finishes it.
+
+    Lines are buffered and written every ``BATCH`` events or ``INTERVAL`` seconds,
+    so a killed run loses at most that much.  Also a context manager: leaving the
+    block closes the writer (with ``status`` ``failed``/``interrupted`` and the error
+    when an exception left it and ``close`` was not called).
+    """
+
+    BATCH = 256
+    INTERVAL = 0.25  # seconds
+
+    def __init__(self, handle, form: str, origin: str, header: dict, spool=None):
+        self._handle, self._form, self.origin, self._header = handle, form, origin, header
+        self._spool = spool
+        self._buffer: list = []
+        self._count = 0
+        self._closed = False
+        self._last = time.monotonic()
+        self._packer = msgpack.Packer(use_bin_type=True) if form == "msgpack" else None
+        for name, value in header.items():
+            if _problem(value):
+                self._abort()
+                raise ValueError(f'the trace header\'s "{name}" is {_problem(value)}')
+        if form == "jsonl":
+            self._put(encode_json(header) + "\n")
+        elif form == "json":
+            self._put("{\n" + ",\n".join(f"  {encode_json(key)}: {encode_json(value)}"
+                                          for key, value in header.items()))
+        self.flush()
+
+    @classmethod
+    def open(cls, path, lifelines=(), init=None, vars=None, symbols=None) -> TraceWriter:
+        """Create ``path`` now (``TraceError`` if it cannot be written); the form from its suffix."""
+        path = Path(path)
+        form = form_of(path) or "json"
+        header = _header(lifelines, init, vars, symbols)
+        handle = spool = None
+        try:
+            handle = open(path, "wb")
+            if form == "msgpack":
+                spool = tempfile.TemporaryFile(dir=path.parent, prefix=f".{path.name}.")
+        except OSError as error:
+            if handle is not None:
+                handle.close()
+            raise TraceError(f"cannot write the trace: {error.strerror or error}",
+                             str(path)) from None
+        return cls(handle, form, str(path), header, spool)
+
+    @classmethod
+    def to_stream(cls, handle, form: str, lifelines=(), init=None, vars=None,
+                  symbols=None) -> TraceWriter:
+        """Write into an open binary file (``dumps_trace``); msgpack spools in memory."""
+        return cls(handle, form, "trace", _header(lifelines, init, vars, symbols),
+                   io.BytesIO() if form == "msgpack" else None)
+
+    def __enter__(self) -> TraceWriter:
+        return self
+
+    def __exit__(self, kind, error, traceback) -> None:
+        if self._closed:
+            return
+        if error is None:
+            self.close()
+        else:
+            status = "interrupted" if isinstance(error, KeyboardInterrupt) else "failed"
+            self.close({"status": status, "error": f"{type(error).__name__}: {error}"})
+
+    # ------------------------------------------------------------ writing
+
+    def write(self, event: Event) -> None:
+        """Queue one event; ``ValueError`` for a value JSON cannot hold (the caller's bug)."""
+        if self._closed:
+            raise ValueError(f"{self.origin}: the trace writer is closed")
+        data = event.to_dict()
+        for field in ("set", "payload", "time", "vc"):
+            if field in data and not _plain(data[field]):
+                problem = _problem(data[field])
+                if problem:
+                    raise ValueError(f"event {event.id!r}: {field!r} is {problem}")
+        if self._form == "msgpack":
+            self._buffer.append(self._packer.pack(data))
+        else:
+            prefix = "" if self._form == "jsonl" else (
+                ',\n    ' if self._count else ',\n  "events": [\n    ')
+            self._buffer.append(prefix + encode_json(data) + ("\n" if self._form == "jsonl"
+                                                              else ""))
+        self._count += 1
+        if len(self._buffer) >= self.BATCH or time.monotonic() - self._last >= self.INTERVAL:
+            self.flush()
+
+    def flush(self) -> None:
+        """Hand the queued lines to the operating system."""
+        if self._closed:
+            return
+        target = self._spool if self._form == "msgpack" else self._handle
+        try:
+            if self._buffer:
+                joined = (b"".join(self._buffer) if self._form == "msgpack"
+                          else "".join(self._buffer).encode("utf-8"))
+                self._buffer.clear()
+                target.write(joined)
+            target.flush()
+        except OSError as error:
+            self._abort()
+            raise TraceError(f"cannot write the trace: {error.strerror or error}",
+                             self.origin) from None
+        self._last = time.monotonic()
+
+    def close(self, meta: dict | None = None) -> None:
+        """Write ``meta`` and finish the trace.  Once; a second call does nothing."""
+        if self._closed:
+            return
+        if meta is not None and not isinstance(meta, dict):
+            meta = {"error": f"meta was {type(meta).__name__}, not an object"}
+        problem = _problem(meta)
+        if problem:  # still finish the file: a readable trace is worth more than a lost one
+            meta = {key: value for key, value in meta.items() if not _problem(value)}
+            meta["error"] = f"{meta.get('error', '')} (meta had a value that is {problem})".strip()
+        self.flush()
+        try:
+            if self._form == "jsonl":
+                self._handle.write(("{\"end\": " + encode_json(meta or {}) + "}\n").encode())
+            elif self._form == "json":
+                tail = ',\n  "events": []' if not self._count else "\n  ]"
+                if meta is not None:
+                    tail += ',\n  "meta": ' + encode_json(meta)
+                self._handle.write((tail + "\n}\n").encode("utf-8"))
+            else:
+                self._assemble(meta)
+            self._handle.flush()
+        except OSError as error:
+            raise TraceError(f"cannot write the trace: {error.strerror or error}",
+                             self.origin) from None
+        finally:
+            self._abort()
+
+    def _assemble(self, meta) -> None:
+        pack, handle = self._packer.pack, self._handle
+        handle.write(self._packer.pack_map_header(len(self._header) + 1 + (meta is not None)))
+        for key, value in self._header.items():
+            handle.write(pack(key) + pack(value))
+        handle.write(pack("events") + self._packer.pack_array_header(self._count))
+        self._spool.seek(0)
+        shutil.copyfileobj(self._spool, handle, 1 << 20)
+        if meta is not None:
+            handle.write(pack("meta") + pack(meta))
+
+    def _put(self, text: str) -> None:
+        self._buffer.append(text.encode("utf-8") if self._form == "msgpack" else text)
+
+    def _abort(self) -> None:
+        """Release the files (the spool is deleted on close); later writes raise."""
+        self._closed = True
+        self._buffer.clear()
+        for handle in (self._spool, self._handle):
+            if handle is not None and not isinstance(handle, io.BytesIO):
+                try:
+                    handle.close()
+                except OSError:
+                    pass
+
+
+def _header(lifelines, init, vars, symbols) -> dict:
+    """The document without events, keys in the order ``Trace.to_dict`` writes them."""
+    header: dict = {"format": FORMAT, "lifelines": list(lifelines)}
+    if vars is not None:
+        header["vars"] = list(vars)
+    if symbols is not None:
+        header["symbols"] = list(symbols)
+    if init:
+        header["init"] = {name: dict(store) for name, store in init.items()}
+    return header
+
+
+# ---------------------------------------------------------------- reading
+
+
+class JsonLines:
+    """A ``.jsonl`` trace read line by line and checked as it goes.
+
+    ``header()`` checks the first line; ``events()`` then yields each checked ``Event``;
+    afterwards ``meta`` is the end line's object, or ``{"cut_off": True}`` (and a
+    warning through ``warn``) when the stream has none.  A last line cut mid-way
+    (no newline, not JSON) is dropped with a warning; any other bad line is an error
+    naming its line number.
+    """
+
+    def __init__(self, source, origin: str | None = None,
+                 warn: Callable[[str], None] | None = None):
+        """``source``: a path, or the bytes of a whole stream."""
+        self.source = source if isinstance(source, (bytes, bytearray)) else Path(source)
+        self.origin = origin or str(source)
+        self.warn = warn or _warn
+        self.checker = Checker(self.origin, scan=self._raw_events)
+        self.meta: dict | None = None
+        self.cut_off = False
+        self._lines: Iterator | None = None
+
+    # The header's fields, once ``header()`` has checked them.
+    lifelines = property(lambda self: self.checker.lifelines)
+    init = property(lambda self: self.checker.init)
+    vars = property(lambda self: self.checker.vars)
+    symbols = property(lambda self: self.checker.symbols)
+
+    def schema(self, predicates=None):
+        """What a guard on this trace may name.  Without declared ``vars`` the variables are
+        whatever the events assign, so that takes a first pass over the whole stream."""
+        from .names import Schema
+        names = self.vars
+        if names is None:
+            first = JsonLines(self.source, self.origin, warn=lambda _: None)
+            first.header()
+            for _ in first.events():
+                pass
+            names = first.checker.variables()
+        extra = {} if predicates is None else {"predicates": predicates}
+        return Schema(lifelines=self.lifelines, variables=frozenset(names),
+                      symbols=None if self.symbols is None else frozenset(self.symbols), **extra)
+
+    def header(self) -> Checker:
+        lines = self._records(self.warn)
+        for number, value in lines:
+            try:
+                self.checker.header(value, stream=True)
+            except TraceError as error:
+                raise _at(error, number) from None
+            self._lines = lines
+            return self.checker
+        raise TraceError("empty: a .jsonl trace starts with a header line "
+                         f'{{"format": "{FORMAT}", "lifelines": [...]}}', self.origin)
+
+    def events(self) -> Iterator[Event]:
+        if self._lines is None:
+            self.header()
+        check = self.checker.event
+        for number, value in self._lines:
+            if type(value) is dict and "end" in value:
+                self._end(number, value)
+                return
+            try:
+                yield check(value)
+            except TraceError as error:
+                raise _at(error, number) from None
+        self.cut_off = True
+        self.meta = {"cut_off": True}
+        self.warn(f"{self.origin}: the run was cut off: the stream has no end line "
+                  f"({self.checker.count} events read)")
+
+    def _end(self, number: int, value: dict) -> None:
+        if len(value) != 1:
+            extra = next(key for key in value if key != "end")
+            raise TraceError(f"line {number}: the end line has only \"end\", not {extra!r}",
+                             self.origin)
+        try:
+            self.meta = self.checker.meta(value["end"])
+        except TraceError as error:
+            raise _at(error, number) from None
+        for later, _ in self._lines:
+            raise TraceError(f"line {later}: a line after the end line", self.origin)
+
+    def _records(self, warn) -> Iterator[tuple[int, object]]:
+        """(line number, decoded value) for every non-blank line."""
+        try:
+            handle = (io.BytesIO(self.source) if isinstance(self.source, (bytes, bytearray))
+                      else open(self.source, "rb"))
+        except OSError as error:
+            raise TraceError(f"cannot read the trace: {error.strerror}", self.origin) from None
+        with handle:
+            readline = handle.readline
+            number = 0
+            while True:
+                line = readline(MAX_LINE + 1)
+                if not line:
+                    return
+                number += 1
+                if len(line) > MAX_LINE:
+                    raise TraceError(f"line {number} is longer than {MAX_LINE >> 20} MiB",
+                                     self.origin)
+                try:
+                    text = line.decode("utf-8-sig" if number == 1 else "utf-8")
+                    if text.isspace():
+                        continue
+                    value = decode_json(text)
+                except (ValueError, RecursionError, MemoryError) as error:
+                    if not line.endswith(b"\n") and not readline(1) and not isinstance(
+                            error, (RecursionError, MemoryError)):
+                        if warn is not None:
+                            warn(f"{self.origin}: line {number} was cut off mid-way; "
+                                 f"dropped it")
+                        return
+                    raise json_error(error, self.origin, f"line {number}: ") from None
+                yield number, value
+
+    def _raw_events(self) -> Iterator[object]:
+        """The raw event objects again, from the start: only to word an error."""
+        first = True
+        for _, value in self._records(None):
+            if first:
+                first = False
+            elif not (type(value) is dict and "end" in value):
+                yield value
+
+
+def _at(error: TraceError, number: int) -> TraceError:
+    return TraceError(f"line {number}: {error.message}", error.origin, error.index,
+                      error.event_id)
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, TraceWarning, stacklevel=3)
