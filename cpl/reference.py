@@ -1,17 +1,40 @@
 """The reference evaluator: cpl.md's Semantics, read literally, on one trace.
 
 This is the oracle the online monitor is tested against, so it shares none of
-the monitor's ideas.  The causal order is the reflexive-transitive closure of
-the MSC's edges (previous local event, send → receive), computed by graph
-reachability, never from vector clocks; sugar (``P``, ``O``, ``H``,
-``Seen``, ``->``) is read as its own definition, not via ``cpl.desugar``;
-every quantifier ranges over the events the definition names.  Results are
-memoised per (subformula, event), which keeps it fast enough for tests.
+the monitor's ideas: sugar (``P``, ``O``, ``H``, ``Seen``, ``->``) is read as
+its own definition, not via ``cpl.desugar``; every quantifier ranges over the
+events the definition names; nothing is carried from one event to the next
+except memoised values of (subformula, event).
+
+The causal order ``≤`` is the reflexive-transitive closure of the MSC's
+edges (previous local event, send → receive).  It is represented by one
+vector per event, derived from exactly those edges::
+
+    vc[e][B] = the number of B's events that reach e   (B any lifeline)
+             = max over e's immediate predecessors p of vc[p][B], and for
+               e's own lifeline A, e's 1-based local position.
+
+Why this is the closure and not an idea borrowed from the monitor: the set of
+events that reach e is e plus the sets that reach its predecessors
+(reachability), and that set is *downward closed in each local order* (an
+event reaches everything after it on its lifeline), so it is fully described
+by how many events of each lifeline it contains — the max of the counts of
+the predecessors' sets (plus e itself).  Hence
+
+    f ≤ e  ⟺  position(f) < vc[e][lifeline(f)]          (position 0-based)
+    last_B(e) = B's event number vc[e][B] (1-based), if vc[e][B] > 0.
+
+Memory is O(events × lifelines) (one compact integer column per lifeline) plus
+one byte per (subformula, event) for the memo, linear in the trace; the old
+bitmask per event grew quadratically (25 GB for 640,000 events).  Time is
+linear for guards whose ``S``/``O``/``H``/``P`` find a decisive event soon,
+and quadratic in the worst case (the quantifiers scan the past at each event).
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from array import array
+from typing import Iterable, Iterator
 
 from . import ast
 from .errors import EvaluationError
@@ -29,6 +52,8 @@ class _Undefined:
 
 UNDEFINED = _Undefined()
 
+_UNKNOWN, _FALSE, _TRUE = 0, 1, 2  # memo cells: one byte per (subformula, event)
+
 
 class Evaluator:
     """``e ⊨ φ`` for the events of one trace; reuse it to evaluate many formulas."""
@@ -37,28 +62,46 @@ class Evaluator:
         self.trace = trace
         self.predicates = predicates if predicates is not None else DEFAULT
         self._values = trace.valuations()
-        self._past = _causal_pasts(trace)
-        self._memo: dict[tuple[object, int], bool] = {}
+        self._lifeline = [event.lifeline for event in trace.events]
+        self._position = trace.local_index()
+        self._clock = _vector_clocks(trace)
+        self._memo: dict[int, tuple[object, bytearray]] = {}  # id(subformula) → (it, cells)
 
     # ----------------------------------------------------- the order ≤
 
     def leq(self, f: int, e: int) -> bool:
         """``f ≤ e``: f reaches e along local-successor and send→receive edges."""
-        return (self._past[e] >> f) & 1 == 1
+        return self._position[f] < self._clock[self._lifeline[f]][e]
+
+    def _visible(self, lifeline: str, e: int) -> int:
+        """How many of ``lifeline``'s events are ≤ e (they are its first ones)."""
+        column = self._clock.get(lifeline)
+        return column[e] if column is not None else 0
 
     def causal_past(self, e: int) -> list[int]:
         """Every f with ``f ≤ e``, in trace order (includes e)."""
-        return [f for f in range(e + 1) if self.leq(f, e)]
+        return sorted(self._causal_past(e))
+
+    def _causal_past(self, e: int) -> Iterator[int]:
+        """``{f | f ≤ e}``, each lifeline's visible events latest first."""
+        for lifeline in self._clock:
+            events = self.trace.local_events(lifeline)
+            for position in range(self._visible(lifeline, e) - 1, -1, -1):
+                yield events[position]
 
     def last(self, lifeline: str, e: int) -> int | None:
         """``last_B(e)``: the latest event of B with ``last_B(e) ≤ e``, or None."""
-        visible = [f for f in self.trace.local_events(lifeline) if self.leq(f, e)]
-        return visible[-1] if visible else None
+        count = self._visible(lifeline, e)
+        return self.trace.local_events(lifeline)[count - 1] if count else None
 
     def local_past(self, e: int) -> list[int]:
         """The events f on e's lifeline with ``f ≤ e``, in local order."""
-        lifeline = self.trace.events[e].lifeline
-        return [f for f in self.trace.local_events(lifeline) if self.leq(f, e)]
+        return list(self.trace.local_events(self._lifeline[e])[:self._position[e] + 1])
+
+    def _local_past_latest_first(self, e: int) -> Iterator[int]:
+        events = self.trace.local_events(self._lifeline[e])
+        for position in range(self._position[e], -1, -1):
+            yield events[position]
 
     # ------------------------------------------------------------ terms
 
@@ -79,10 +122,13 @@ class Evaluator:
 
     def holds(self, formula: ast.Formula, e: int) -> bool:
         """``e ⊨ φ``."""
-        key = (formula, e)
-        if key not in self._memo:
-            self._memo[key] = self._holds(formula, e)
-        return self._memo[key]
+        entry = self._memo.get(id(formula))
+        if entry is None:  # the formula is kept in the entry, so its id stays its own
+            entry = self._memo[id(formula)] = (formula, bytearray(len(self.trace.events)))
+        cells = entry[1]
+        if cells[e] == _UNKNOWN:
+            cells[e] = _TRUE if self._holds(formula, e) else _FALSE
+        return cells[e] == _TRUE
 
     def _holds(self, node, e: int) -> bool:
         kind = type(node)
@@ -97,11 +143,16 @@ class Evaluator:
             f = self.trace.previous(e)
             return f is not None and self.holds(node.body, f)
         if kind is ast.Since:
-            # some f on A, f ≤ e, f ⊨ ψ, and every g on A with f < g ≤ e has g ⊨ φ
-            mine = self.local_past(e)
-            return any(self.holds(node.right, f)
-                       and all(self.holds(node.left, g) for g in mine if g != f and self.leq(f, g))
-                       for f in reversed(mine))
+            # some f on A, f ≤ e, f ⊨ ψ, and every g on A with f < g ≤ e has g ⊨ φ.
+            # Quantifiers taken latest first: the first g (going back from e) with g ⊨ ψ
+            # is a witness, since every later one was checked to satisfy φ; a g with
+            # g ⊭ φ before any witness lies between e and every earlier f: none is one.
+            for g in self._local_past_latest_first(e):
+                if self.holds(node.right, g):
+                    return True
+                if not self.holds(node.left, g):
+                    return False
+            return False
         if kind is ast.Not:
             return not self.holds(node.body, e)
         if kind is ast.And:
@@ -111,11 +162,11 @@ class Evaluator:
         if kind is ast.Implies:  # !φ || ψ
             return not self.holds(node.left, e) or self.holds(node.right, e)
         if kind is ast.Past:  # some f ≤ e, on any lifeline, has f ⊨ φ
-            return any(self.holds(node.body, f) for f in self.causal_past(e))
+            return any(self.holds(node.body, f) for f in self._causal_past(e))
         if kind is ast.Once:  # true S φ: some f on A with f ≤ e has f ⊨ φ
-            return any(self.holds(node.body, f) for f in self.local_past(e))
+            return any(self.holds(node.body, f) for f in self._local_past_latest_first(e))
         if kind is ast.Hist:  # !(true S !φ): every f on A with f ≤ e has f ⊨ φ
-            return all(self.holds(node.body, f) for f in self.local_past(e))
+            return all(self.holds(node.body, f) for f in self._local_past_latest_first(e))
         if kind is ast.Seen:  # @A(true): last_A(e) exists
             return self.last(node.lifeline, e) is not None
         raise TypeError(f"not a CPL formula: {node!r}")
@@ -143,22 +194,29 @@ class Evaluator:
                                   f"{error} at {where}") from error
 
 
-def _causal_pasts(trace: Trace) -> list[int]:
-    """For each event e, the set {f | f ≤ e} as a bitmask, by reachability over predecessors.
+def _vector_clocks(trace: Trace) -> dict[str, array]:
+    """Per lifeline B, the column ``vc[·][B]``: how many of B's events reach each event.
 
-    The set of events that reach e is e itself plus everything that reaches one
-    of e's immediate predecessors (previous local event, the send of a recv).
+    ``vc[e]`` is the componentwise max over e's immediate predecessors (previous
+    local event, the send of a recv), with e's own lifeline set to e's 1-based
+    local position: the counts of the set {e} ∪ ⋃ {f | f ≤ p}, which is how
+    reachability over the predecessors defines ``{f | f ≤ e}`` (see the module).
     """
-    pasts: list[int] = []
-    for e in range(len(trace.events)):
-        reach = 1 << e
-        for p in trace.predecessors(e):
+    names = dict.fromkeys(trace.lifelines)
+    names.update(dict.fromkeys(event.lifeline for event in trace.events))
+    count = len(trace.events)
+    columns = {name: array("q", bytes(8 * count)) for name in names}
+    positions = trace.local_index()
+    for e, event in enumerate(trace.events):
+        predecessors = trace.predecessors(e)
+        for p in predecessors:
             if p >= e:
-                raise ValueError(f"event #{e} {trace.events[e].id!r} comes before its causal "
+                raise ValueError(f"event #{e} {event.id!r} comes before its causal "
                                  f"predecessor #{p}: the events are not a linear extension")
-            reach |= pasts[p]
-        pasts.append(reach)
-    return pasts
+        for name, column in columns.items():
+            column[e] = max((column[p] for p in predecessors), default=0)
+        columns[event.lifeline][e] = positions[e] + 1
+    return columns
 
 
 def evaluate(trace: Trace, formula: ast.Formula, event_index: int,

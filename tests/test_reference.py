@@ -333,3 +333,30 @@ def test_causal_past_is_reachability(seed):
                     reached.add(p)
                     stack.append(p)
         assert evaluator.causal_past(e) == sorted(reached)
+
+
+def test_memory_is_linear_in_the_trace():
+    """20,000 events: the evaluator's own allocations stay a few bytes per event.
+
+    The bitmask-per-event representation it replaced needed n²/16 bytes here
+    (25 MB) and minutes; vector-clock columns and one-byte memo cells need
+    ~8 bytes × lifelines + 1 byte × subformulas per event.
+    """
+    import tracemalloc
+
+    trace = random_msc(11, 20_000)
+    trace.valuations(), trace.local_index()  # the trace's own cached structures
+    formulas = [cpl.check(g, trace.schema()).formula for g in GUARDS[0:3:2]]
+    tracemalloc.start()
+    try:
+        start = time.perf_counter()
+        evaluator = Evaluator(trace)
+        for formula in formulas:
+            for e in range(len(trace.events)):
+                evaluator.holds(formula, e)
+        seconds = time.perf_counter() - start
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3_000_000, f"peak {peak / 1e6:.1f} MB for 20,000 events"
+    assert seconds < 60
