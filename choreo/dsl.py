@@ -83,6 +83,7 @@ class Choreography(Declarations):
         self.name, self.control, self.doc = name, control, doc
         self._frames = [_Frame("body")]
         self._open_if: If | None = None  # the if_ just closed: an else_ may follow
+        self._pending: _Opener | None = None  # an opener called but not (yet) entered
         self._next_id = 1
         self.included_in: list[str] = []  # hosts that include this one as a sub-choreography
 
@@ -99,6 +100,7 @@ class Choreography(Declarations):
         ``test_status``.
         """
         where = caller()
+        self._check_pending()
         source = self._lifeline(sender, where, "message")
         target = self._lifeline(receiver, where, "message")
         names = self._variables(tuple(variables) + tuple(renamed.values()), where, "message")
@@ -113,6 +115,7 @@ class Choreography(Declarations):
             reads: Iterable | None = None, label: str | None = None) -> None:
         """A local action ``fn(variables, rng)``; its value goes to ``assigns``."""
         where = caller()
+        self._check_pending()
         name = self._lifeline(lifeline, where, "action")
         if not callable(fn):
             raise ChoreographyError(f"c.act needs a callable fn(variables, rng), got {fn!r}", where)
@@ -130,6 +133,7 @@ class Choreography(Declarations):
     def set(self, lifeline: Lifeline | str, label: str | None = None, **values: Any) -> None:
         """A local action assigning constants: ``c.set(TestRunner, status=pending)``."""
         where = caller()
+        self._check_pending()
         name = self._lifeline(lifeline, where, "set")
         names = self._variables(tuple(values), where, "set")
         for var_name, value in values.items():
@@ -141,11 +145,45 @@ class Choreography(Declarations):
         self._append(Act(self._id(), name or "?", None, names, (), text,
                          tuple(values.items()), where))
 
-    @contextlib.contextmanager
     def if_(self, guard: str | Var, *, at: Lifeline | str, label: str | None = None,
-            tell: Iterable | str | None = None):
+            tell: Iterable | str | None = None) -> "_Opener":
         """``with c.if_(GUARD, at=Owner):`` — the owner decides from its causal past."""
         where = caller()
+        return self._opener("if_", where, lambda: self._if(guard, at, label, tell, where))
+
+    def else_(self) -> "_Opener":
+        """``with c.else_():`` right after a ``with c.if_(...)`` block."""
+        where = caller()
+        self._check_pending()
+        statements = self._frames[-1].statements
+        opened = self._open_if
+        if opened is None or not statements or statements[-1] is not opened:
+            raise ChoreographyError("c.else_() must directly follow a `with c.if_(...)` block",
+                                    where)
+        return self._opener("else_", where, lambda: self._else(statements, opened, where))
+
+    def while_(self, guard: str | Var, *, at: Lifeline | str, label: str | None = None,
+               tell: Iterable | str | None = None) -> "_Opener":
+        """``with c.while_(GUARD, at=Owner):`` — the owner decides before every round."""
+        where = caller()
+        return self._opener("while_", where, lambda: self._while(guard, at, label, tell, where))
+
+    def parallel(self) -> "_Opener":
+        """``with c.parallel():`` holding ``with c.thread():`` blocks that run concurrently."""
+        where = caller()
+        return self._opener("parallel", where, lambda: self._parallel(where))
+
+    def thread(self) -> "_Opener":
+        """``with c.thread():`` directly inside ``with c.parallel():``."""
+        where = caller()
+        self._check_pending()
+        if self._frames[-1].kind != "parallel":
+            raise ChoreographyError("c.thread() belongs directly inside `with c.parallel():`",
+                                    where)
+        return self._opener("thread", where, lambda: self._thread(where))
+
+    @contextlib.contextmanager
+    def _if(self, guard, at, label, tell, where: Where):
         owner, checked, text, told = self._decision(guard, at, label, tell, where, "if_")
         statement_id = self._id()
         frame = self._push("then", where)
@@ -158,12 +196,8 @@ class Choreography(Declarations):
         self._open_if = decision
 
     @contextlib.contextmanager
-    def else_(self):
-        """``with c.else_():`` right after a ``with c.if_(...)`` block."""
-        where = caller()
-        statements = self._frames[-1].statements
-        opened = self._open_if
-        if opened is None or not statements or statements[-1] is not opened:
+    def _else(self, statements: list, opened: If, where: Where):
+        if self._open_if is not opened or not statements or statements[-1] is not opened:
             raise ChoreographyError("c.else_() must directly follow a `with c.if_(...)` block",
                                     where)
         self._open_if = None
@@ -176,10 +210,7 @@ class Choreography(Declarations):
                             tuple(frame.statements), opened.label, opened.tell, opened.where, where)
 
     @contextlib.contextmanager
-    def while_(self, guard: str | Var, *, at: Lifeline | str, label: str | None = None,
-               tell: Iterable | str | None = None):
-        """``with c.while_(GUARD, at=Owner):`` — the owner decides before every round."""
-        where = caller()
+    def _while(self, guard, at, label, tell, where: Where):
         owner, checked, text, told = self._decision(guard, at, label, tell, where, "while_")
         statement_id = self._id()
         frame = self._push("while", where)
@@ -191,9 +222,7 @@ class Choreography(Declarations):
                            where))
 
     @contextlib.contextmanager
-    def parallel(self):
-        """``with c.parallel():`` holding ``with c.thread():`` blocks that run concurrently."""
-        where = caller()
+    def _parallel(self, where: Where):
         statement_id = self._id()
         frame = self._push("parallel", where)
         try:
@@ -206,8 +235,7 @@ class Choreography(Declarations):
                               tuple(frame.thread_wheres)))
 
     @contextlib.contextmanager
-    def thread(self):
-        where = caller()
+    def _thread(self, where: Where):
         if self._frames[-1].kind != "parallel":
             raise ChoreographyError("c.thread() belongs directly inside `with c.parallel():`",
                                     where)
@@ -222,18 +250,31 @@ class Choreography(Declarations):
     def include(self, other: "Choreography", *, lifelines: dict | None = None) -> None:
         """Inline ``other``'s statements here, its lifelines renamed by ``lifelines``."""
         from .include import include  # a separate concern: renaming and re-checking
+        self._check_pending()
         include(self, other, lifelines or {}, caller())
 
     # ------------------------------------------------------------------ reading
 
     @property
     def body(self) -> tuple:
+        self._check_pending()
         if len(self._frames) != 1:
             raise ChoreographyError(f"choreography {self.name!r} still has an open block",
                                     self._frames[-1].where or self.where)
         return tuple(self._frames[0].statements)
 
     # ----------------------------------------------------------------- helpers
+
+    def _opener(self, name: str, where: Where, enter: Callable) -> "_Opener":
+        self._check_pending()
+        self._pending = _Opener(self, name, where, enter)
+        return self._pending
+
+    def _check_pending(self) -> None:
+        """Refuse to go on past a block opener that was called but never entered."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            raise pending.never_entered()
 
     def _id(self) -> int:
         self._next_id += 1
@@ -285,6 +326,49 @@ class Choreography(Declarations):
             told = tuple(n for n in self._lifeline_list(tell, where, f"{what}(tell=...)")
                          if n != owner)
         return owner, Guard(guard, checked), text, told
+
+
+class _Opener:
+    """What ``c.if_(...)`` and the other block openers return: a block to enter with ``with``.
+
+    Called without ``with`` the block would silently vanish (its statements
+    land in the enclosing block), so the choreography remembers it as pending
+    and the next DSL statement, block end or ``body`` (hence ``validate``)
+    reports it at the opener's line.
+    """
+
+    def __init__(self, choreography: Choreography, name: str, where: Where, enter: Callable):
+        self._choreography, self.name, self.where = choreography, name, where
+        self._enter, self._block = enter, None
+
+    def never_entered(self) -> ChoreographyError:
+        args = "" if self.name in ("else_", "parallel", "thread") else "..."
+        call = f"c.{self.name}({args})"
+        return ChoreographyError(f"{call} was never entered: write `with {call}:`", self.where,
+                                 "  fix: a block opener only takes effect as the head of a "
+                                 "`with` statement; indent the statements it holds under it",
+                                 "never-entered")
+
+    def __enter__(self):
+        c = self._choreography
+        if c._pending is self:
+            c._pending = None
+        else:
+            c._check_pending()
+        if self._block is not None:
+            raise ChoreographyError(f"c.{self.name}(...) is entered twice: call it again "
+                                    "for another block", self.where)
+        self._block = self._enter()
+        return self._block.__enter__()
+
+    def __exit__(self, kind, error, traceback):
+        if kind is None:
+            try:
+                self._choreography._check_pending()  # an opener left un-entered inside
+            except ChoreographyError as problem:
+                self._block.__exit__(type(problem), problem, problem.__traceback__)
+                raise
+        return self._block.__exit__(kind, error, traceback)
 
 
 def guard_detail(error: cpl.GuardError) -> str:
