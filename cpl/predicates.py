@@ -80,10 +80,26 @@ def _positional_arity(name: str, function) -> int:
     return sum(p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) for p in parameters)
 
 
-def predicate(name: str | None = None, *, registry: Registry = DEFAULT, arity: int | None = None):
-    """Decorator: register a function as a CPL predicate under ``name``."""
+def predicate(name: str | Callable | None = None, *, registry: Registry = DEFAULT,
+              arity: int | None = None):
+    """Decorator: register a function as a CPL predicate under ``name`` (default: its own).
+
+    All of ``@predicate``, ``@predicate()``, ``@predicate("name")`` and
+    ``@predicate(name="x", arity=2)`` register; the bare form receives the
+    function itself as ``name``, which is told apart by being callable.
+    """
+    if callable(name):
+        return predicate(registry=registry, arity=arity)(name)
+    if name is not None and not isinstance(name, str):
+        raise TypeError(f"@predicate takes a name (a string), not {name!r}")
+
     def wrap(function):
-        registry.register(name or function.__name__, function, arity)
+        if not callable(function):
+            raise TypeError(f"@predicate decorates a function, not {function!r}")
+        chosen = name or getattr(function, "__name__", "")
+        if chosen == "<lambda>":
+            raise ValueError("a lambda has no name to register: use predicate('name')(fn)")
+        registry.register(chosen, function, arity)
         return function
     return wrap
 

@@ -212,3 +212,51 @@ def test_ordering_only_between_numbers_or_between_strings(op, a, b, expected):
 
 def test_is_number():
     assert is_number(1) and is_number(1.5) and not is_number(True) and not is_number("1")
+
+
+
+# ----------------------------------------------------- every decorator form
+
+
+def test_every_decorator_form_registers(monkeypatch):
+    monkeypatch.setattr(DEFAULT, "_own", dict(DEFAULT._own))  # undone after the test
+
+    @predicate
+    def bare(value):
+        return value == 1
+
+    @predicate()
+    def empty_call(value):
+        return value == 2
+
+    @predicate("named")
+    def under_a_name(value):
+        return value == 3
+
+    @predicate(name="keyword", arity=2)
+    def with_arity(*values):
+        return len(values) == 2
+
+    assert bare(1) is True and empty_call(2) is True  # the functions themselves come back
+    for name, arity in (("bare", 1), ("empty_call", 1), ("named", 1), ("keyword", 2)):
+        entry = DEFAULT.get(name)
+        assert entry is not None and entry.arity == arity, name
+    assert DEFAULT.get("under_a_name") is None
+    assert cpl.check("bare(x) && named(x) && keyword(x, y)", cpl.Schema()).canonical == \
+        "bare(x) && named(x) && keyword(x, y)"
+
+
+def test_bare_decorator_form_with_a_registry_and_arity():
+    registry = Registry()
+
+    def spread(*values):
+        return True
+
+    assert predicate(spread, registry=registry, arity=3) is spread
+    assert registry.get("spread").arity == 3
+
+
+@pytest.mark.parametrize("name", [3, ["p"]])
+def test_a_name_that_is_not_text_is_refused(name):
+    with pytest.raises(TypeError, match="takes a name"):
+        predicate(name, registry=Registry())
