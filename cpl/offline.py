@@ -7,19 +7,25 @@ what a live run hands the receiver.
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterable, Iterator
 
 from .check import check
 from .collector import collector_paused
-from .compile import Guard, compile_guards
+from .compile import OwnedFormula, compile_guards
 from .monitor import Monitor
 
 
 def replay(trace, program) -> Iterator[tuple[object, Monitor]]:
     """Feed every event to its lifeline's monitor; yield (event, monitor) after each."""
-    monitors = {name: Monitor(program, name, trace.init.get(name)) for name in trace.lifelines}
+    return replay_events(trace.lifelines, trace.init, trace.events, program)
+
+
+def replay_events(lifelines, init, events: Iterable, program) -> Iterator[tuple[object, Monitor]]:
+    """``replay`` over any iterable of events in trace order (a stream read line by line):
+    what it keeps is the monitors and the messages in transit, not the events."""
+    monitors = {name: Monitor(program, name, init.get(name)) for name in lifelines}
     in_flight = {}
-    for event in trace.events:
+    for event in events:
         monitor = monitors[event.lifeline]
         kind = event.kind
         if kind == "send":
@@ -33,14 +39,26 @@ def replay(trace, program) -> Iterator[tuple[object, Monitor]]:
         yield event, monitor
 
 
+def evaluations(source, guard: str, lifeline: str | None = None, *, prune: bool = True,
+                schema=None) -> Iterator[tuple[object, bool]]:
+    """(event, the guard's value) at every event of ``source`` (a ``Trace``, or a stream
+    with ``lifelines``, ``init``, ``schema()`` and ``events()``), lazily.  The guard is
+    checked and compiled now, so a bad guard fails before any event is read."""
+    checked = check(guard, schema if schema is not None else source.schema())
+    program = compile_guards([OwnedFormula(lifeline, checked.primitive)], source.lifelines,
+                             prune=prune)
+    slot = {local.lifeline: local.slot_of.get(checked.primitive) for local in program.locals}
+    events = source.events if isinstance(source.events, (tuple, list)) else source.events()
+
+    def values():
+        for event, monitor in replay_events(source.lifelines, source.init, events, program):
+            if lifeline is None or event.lifeline == lifeline:
+                yield event, bool(monitor.values[slot[event.lifeline]])
+    return values()
+
+
 def evaluate_trace(trace, guard: str, lifeline: str | None = None, *, prune: bool = True):
     """The guard's value at every event (of ``lifeline`` only, if given), in trace order."""
-    checked = check(guard, trace.schema())
-    program = compile_guards([Guard(lifeline, checked.primitive)], trace.lifelines, prune=prune)
-    slot = {local.lifeline: local.slot_of.get(checked.primitive) for local in program.locals}
-    results = []
+    results = evaluations(trace, guard, lifeline, prune=prune)
     with collector_paused():
-        for event, monitor in replay(trace, program):
-            if lifeline is None or event.lifeline == lifeline:
-                results.append((event, bool(monitor.values[slot[event.lifeline]])))
-    return results
+        return list(results)

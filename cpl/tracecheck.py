@@ -21,6 +21,7 @@ import math
 from types import MappingProxyType
 
 from .errors import TraceError
+from .issued import Issued
 from .msc import KINDS, Event, Trace
 from .tracecodec import FORMAT, MAX_DEPTH, TOO_DEEP
 
@@ -53,6 +54,8 @@ def parse_trace(data, origin: str = "trace") -> Trace:
 
 
 def _suggest(name, known) -> str:
+    if len(known) > 10_000:  # in a huge trace the search would take longer than it helps
+        return ""
     close = difflib.get_close_matches(str(name), sorted(map(str, known)), n=1, cutoff=0.6)
     return f"; did you mean '{close[0]}'?" if close else ""
 
@@ -81,8 +84,8 @@ class Checker:
         self.symbols: tuple[str, ...] | None = None
         self.init: dict = {}
         self.count = 0  # events checked so far: the index of the next one
-        self.ids: set[str] = set()
-        self.messages: set[str] = set()  # every msg id sent so far
+        self.ids = Issued((), ".")
+        self.messages = Issued((), ":")  # every msg id sent so far
         self.open: dict[str, tuple[int, str, str]] = {}  # in transit: msg -> (index, send id, to)
         self.assigned: dict[str, None] = {}
 
@@ -114,6 +117,7 @@ class Checker:
             raise self.fail('missing "lifelines": list the lifeline names')
         self.lifelines = self.names(data["lifelines"], "lifelines")
         self.known = frozenset(self.lifelines)
+        self.ids, self.messages = Issued(self.lifelines, "."), Issued(self.lifelines, ":")
         variables = self.names(data.get("vars"), "vars", optional=True)
         symbols = self.names(data.get("symbols"), "symbols", optional=True)
         if variables is not None and symbols is not None:
@@ -243,7 +247,7 @@ class Checker:
         found = self.open.pop(msg, None)
         if found is not None and found[2] == event.lifeline:
             return
-        if found is None and msg not in self.messages:
+        if found is None and self.messages.fresh(msg):
             later = next((i for i, item in self._raw(index + 1)  # "sent later" or "never sent"?
                           if item.get("kind") == "send" and item.get("msg") == msg), None)
             if later is not None:
@@ -252,7 +256,7 @@ class Checker:
                                 f"send (event #{later} {later_id!r}); list events in causal "
                                 f"order, every send before its receive", index, event.id)
             raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which no "
-                            f"earlier event sends{_suggest(msg, self.messages)}", index, event.id)
+                            f"earlier event sends{_suggest(msg, self.open)}", index, event.id)
         if found is None:
             send_index, send_id = self._first(index, kind="send", msg=msg)
             to = next((item.get("to") for _, item in self._raw(send_index, send_index + 1)),
@@ -284,7 +288,7 @@ class Checker:
             raise self.fail(f"{_head(index, event_id)}: unknown field {key!r}"
                             f"{_suggest(key, _EVENT_FIELDS)} (fields are "
                             f"{', '.join(_EVENT_FIELDS)})", index, event_id)
-        if event_id in self.ids:
+        if not self.ids.fresh(event_id, item.get("lifeline")):
             first, _ = self._first(index, id=event_id)
             raise self.fail(f"{_head(index, event_id)}: duplicate event id {event_id!r} (also "
                             f"event #{first}); give every event a unique id",
@@ -347,15 +351,15 @@ class Checker:
             self.value(payload, f'{_head(index, event_id, lifeline)}: "payload"', index,
                        event_id)
         if kind == "send":
-            if msg in self.messages:
+            if not self.messages.fresh(msg, lifeline):
                 first, other = self._first(index, kind="send", msg=msg)
                 raise self.bad(index, event_id, lifeline, f"sends message {msg!r}, which event "
                                f"#{first} {other!r} already sends; message ids are unique")
-            self.messages.add(msg)
+            self.messages.add(msg, lifeline)
             self.open[msg] = (index, event_id, to)
         elif updates and self.declared is None:
             self.assigned.update(dict.fromkeys(updates))
-        self.ids.add(event_id)
+        self.ids.add(event_id, lifeline)
         self.count = index + 1
         # Copies of the maps, as Event() makes, so a caller's document can change afterwards.
         event = _build((event_id, lifeline, kind, to, msg,

@@ -34,11 +34,7 @@ def load_trace(path, warn=None) -> Trace:
     A cut-off stream loads with ``meta == {"cut_off": True}``; ``warn(text)`` is told
     (default: a ``TraceWarning``)."""
     source = open_trace(path, warn)
-    if isinstance(source, Trace):
-        return source
-    with collector_paused():
-        return Trace(source.lifelines, source.init, list(source.events()), source.vars,
-                     source.symbols, source.meta)
+    return source if isinstance(source, Trace) else source.trace()
 
 
 def open_trace(path, warn=None) -> Trace | JsonLines:
@@ -83,11 +79,7 @@ def loads_trace(raw: bytes | str, origin: str = "trace", *, msgpack_first: bool 
         raw = raw.encode("utf-8")
     first, _, rest = raw.partition(b"\n")
     if not msgpack_first and _looks_streamed(first, rest.partition(b"\n")[0] or rest[:1]):
-        stream = JsonLines(raw, origin, warn)
-        stream.header()
-        with collector_paused():
-            return Trace(stream.lifelines, stream.init, list(stream.events()), stream.vars,
-                         stream.symbols, stream.meta)
+        return JsonLines(raw, origin, warn).trace()
     with collector_paused():  # a trace is a million acyclic objects: see collector_paused
         return parse_trace(_decode(raw, origin, msgpack_first), origin)
 

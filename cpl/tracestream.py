@@ -299,6 +299,16 @@ class JsonLines:
         return Schema(lifelines=self.lifelines, variables=frozenset(names),
                       symbols=None if self.symbols is None else frozenset(self.symbols), **extra)
 
+    def trace(self):
+        """Read every event into a whole ``Trace`` (for evaluators that need them all)."""
+        from .collector import collector_paused
+        from .msc import Trace
+        if self._lines is None:
+            self.header()
+        with collector_paused():
+            return Trace(self.lifelines, self.init, list(self.events()), self.vars,
+                         self.symbols, self.meta)
+
     def header(self) -> Checker:
         lines = self._records(self.warn)
         for number, value in lines:
