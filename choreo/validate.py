@@ -10,7 +10,9 @@
    from B can reach the owner before the decision, and owners that take no
    other part in the choreography;
 5. unreachable code — after a ``while`` whose guard is ``true``, or a branch
-   that a constant guard never takes.
+   that a constant guard never takes;
+6. races — a variable one thread of a lifeline writes while a concurrent
+   thread of the same lifeline reads or writes it (:mod:`choreo.threads`).
 
 Global program order is an over-approximation of every lifeline's causal
 past, so the analyses never reject a read that some run could satisfy.
@@ -26,6 +28,7 @@ from .errors import ChoreographyError
 from .model import Act, If, Parallel, Send, While
 from .project import Decision, Projection, project
 from .show import _statement
+from .threads import thread_races
 
 
 @attrs.frozen
@@ -71,6 +74,7 @@ def validate(choreography) -> Report:
     flow.block(body, flow.initial(), True)
     errors += flow.errors
     errors += _unreachable(body)
+    errors += thread_races(body, _reads)
     return Report(choreography, tuple(_sorted(errors)), projection)
 
 

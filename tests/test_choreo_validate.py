@@ -301,3 +301,139 @@ c.send(A, B, x)  # <-
 def test_examples_validate(example):
     report = choreo.validate(choreo.load_one(f"examples/{example}.py"))
     assert report.ok, report.render_errors()
+
+
+# ------------------------------------------------------ races between threads
+
+
+RACE_PRELUDE = """
+def compute(variables, rng):
+    return 1
+"""
+
+
+def race(tmp_path, body):
+    return one(tmp_path, RACE_PRELUDE + body, "thread-race")
+
+
+def no_race(tmp_path, body):
+    _, errors = errors_of(tmp_path, RACE_PRELUDE + body)
+    assert not errors, "\n".join(e.render() for e in errors)
+
+
+def test_a_send_racing_an_action_of_another_thread_of_the_same_lifeline(tmp_path):
+    error = race(tmp_path, """
+with c.parallel():
+    with c.thread():
+        c.act(A, compute, assigns=[x])
+    with c.thread():
+        c.send(A, B, x)  # <-
+""")
+    line = error.where.line
+    assert error.message == (f"race on x at A: message 'x' from A to B carries x while action "
+                             f"'compute' assigns it (line {line - 2}) in a concurrent thread of "
+                             f"A (the c.parallel() at line {line - 4}): which comes first is up "
+                             "to the scheduler")
+
+
+def test_a_guard_racing_a_set(tmp_path):
+    race(tmp_path, """
+c.set(A, flag=False)
+with c.parallel():
+    with c.thread():
+        c.set(A, flag=True)
+    with c.thread():
+        with c.if_(flag, at=A):  # <-
+            c.send(A, B)
+""")
+
+
+def test_a_receive_racing_a_declared_read_inside_a_loop(tmp_path):
+    race(tmp_path, """
+c.set(A, x=0)
+c.set(C, x=0)
+with c.parallel():
+    with c.thread():
+        with c.while_("x < 3", at=C, label="again?"):
+            c.act(C, compute, assigns=[flag], reads=[x])
+    with c.thread():
+        c.send(A, C, x)  # <-
+""")
+
+
+def test_two_actions_assigning_one_variable(tmp_path):
+    race(tmp_path, """
+with c.parallel():
+    with c.thread():
+        c.set(B, x=1)
+    with c.thread():
+        c.act(B, compute, assigns=[x])  # <-
+""")
+
+
+def test_no_race_between_different_lifelines(tmp_path):
+    no_race(tmp_path, """
+with c.parallel():
+    with c.thread():
+        c.act(A, compute, assigns=[x])
+        c.send(A, C, x)
+    with c.thread():
+        c.act(B, compute, assigns=[x])
+        c.send(B, C, x, label="from B")
+""")
+
+
+def test_no_race_between_blocks_one_after_the_other_or_within_a_thread(tmp_path):
+    no_race(tmp_path, """
+with c.parallel():
+    with c.thread():
+        c.act(A, compute, assigns=[x])
+        c.send(A, B, x)
+    with c.thread():
+        c.send(A, C)
+with c.parallel():
+    with c.thread():
+        c.send(A, B, x, label="again")
+    with c.thread():
+        c.set(B, flag=True)
+""")
+
+
+def test_no_race_on_different_variables_or_between_reads(tmp_path):
+    no_race(tmp_path, """
+c.set(A, x=0)
+with c.parallel():
+    with c.thread():
+        c.set(A, flag=True)
+        c.send(A, B, x)
+    with c.thread():
+        c.send(A, C, x)
+        with c.if_("x > 0", at=A):
+            c.set(A, status=Status.passed)
+""")
+
+
+def test_two_messages_received_into_one_variable_are_not_a_race(tmp_path):
+    no_race(tmp_path, """
+c.set(A, x=1)
+c.set(B, x=2)
+with c.parallel():
+    with c.thread():
+        c.send(A, C, x)
+    with c.thread():
+        c.send(B, C, x, label="from B")
+""")
+
+
+def test_cli_validate_reports_the_race_that_used_to_fail_some_seeds(tmp_path):
+    path = write(tmp_path, PRELUDE + RACE_PRELUDE + """
+with c.parallel():
+    with c.thread():
+        c.act(A, compute, assigns=[x])
+    with c.thread():
+        c.send(A, B, x)  # <-
+""")
+    result = cpl("validate", path)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.startswith(f"{path}:{marked(path)}: error: race on x at A")
+    assert "Traceback" not in result.stderr
