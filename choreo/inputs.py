@@ -4,12 +4,19 @@ Values arrive as text; each is read by its input's declared type (``int``,
 ``float``, ``bool`` as true/false/yes/no/1/0, ``str``, a symbol set's
 member, ``object`` as JSON if it parses and text otherwise).  Unknown keys,
 bad values and missing required inputs are errors that say what is expected.
+
+Values are hostile text: NaN and ±Infinity (``NaN``, ``1e999``) are refused
+for ``float`` and inside JSON, because CPL compares values by equality and a
+NaN equals nothing — not even itself — and JSON cannot write them to a trace;
+JSON nested deeper than ``MAX_DEPTH`` is refused before it is decoded, since
+the values are walked recursively later (copies, traces, comparisons).
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import math
 from typing import Iterable, Mapping
 
 from . import model
@@ -17,6 +24,7 @@ from .errors import ChoreographyError, Where
 
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
+MAX_DEPTH = 100  # nesting of a JSON value, like a guard's operators
 
 
 def parse_args(choreography, pairs: Iterable[str] = (), given: Mapping | None = None) -> dict:
@@ -42,6 +50,9 @@ def parse_args(choreography, pairs: Iterable[str] = (), given: Mapping | None = 
         elif not model.conforms(values[declared.name], declared.type):
             raise ChoreographyError(f"input {declared.name!r} must be "
                                     f"{model.type_name(declared.type)}, got "
+                                    f"{values[declared.name]!r}"[:300], where)
+        elif isinstance(values[declared.name], float) and not math.isfinite(values[declared.name]):
+            raise ChoreographyError(f"input {declared.name!r} must be a finite number, got "
                                     f"{values[declared.name]!r}", where)
     return values
 
@@ -66,18 +77,76 @@ def read_value(declared, text: str, where: Where):
                 return lowered in _TRUE
             raise ValueError
         if kind in (int, float):
-            return kind(text)
+            value = kind(text)
+            if kind is float and not math.isfinite(value):
+                raise _Refused(f"{_shown(text)} is not a finite number (NaN and ±Infinity "
+                               "have no place in a guard's comparisons or a JSON trace)")
+            return value
         if kind is object:
-            try:
-                return json.loads(text)
-            except ValueError:
-                return text
+            return _json_or_text(text)
         if isinstance(kind, model.SymbolSet) and text not in kind.members:
             raise ValueError
         return text
+    except _Refused as refused:
+        raise ChoreographyError(f"input {declared.name!r}: {refused}", where,
+                                f"  fix: --arg {declared.name}=VALUE "
+                                f"({model.type_name(kind)})") from None
     except ValueError:
-        raise ChoreographyError(f"input {declared.name!r}: {text!r} is not "
+        raise ChoreographyError(f"input {declared.name!r}: {_shown(text)} is not "
                                 f"{model.type_name(kind)}", where) from None
+
+
+class _Refused(Exception):
+    """A value that parses but must not be used (its message says why)."""
+
+
+def _shown(text: str) -> str:
+    """The value as quoted in a message, cut short: a hostile one may be megabytes."""
+    return repr(text) if len(text) <= 60 else repr(text[:60]) + f"... ({len(text)} characters)"
+
+
+def _json_or_text(text: str):
+    """JSON if the text is JSON (finite numbers, at most ``MAX_DEPTH`` deep), else the text."""
+    depth = _nesting(text)
+    if depth > MAX_DEPTH:
+        raise _Refused(f"the JSON value is nested {depth} levels deep; at most {MAX_DEPTH} are "
+                       "allowed")
+
+    def refuse(constant: str):
+        raise _Refused(f"{constant} in the JSON value is not a finite number")
+
+    def number(digits: str) -> float:
+        value = float(digits)
+        if not math.isfinite(value):
+            raise _Refused(f"{_shown(digits)} in the JSON value is too large for a number")
+        return value
+
+    try:
+        return json.loads(text, parse_constant=refuse, parse_float=number)
+    except ValueError:  # not JSON (or an integer of over 4,300 digits): the text itself
+        return text
+
+
+def _nesting(text: str) -> int:
+    """How deep ``[`` and ``{`` nest outside JSON strings (a linear scan, no recursion)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 def initial_stores(choreography, values: Mapping) -> dict[str, dict]:
