@@ -31,7 +31,11 @@ declarations made so far: every declared variable and input is a variable,
 every member of a symbol set is a symbol, any other bare name is an error.
 A mistake in a name or guard is recorded in ``c.problems`` with the user's
 file and line and reported by ``validate``; misuse of the DSL itself (an
-``else_`` without ``if_``) raises :class:`ChoreographyError` at once.
+``else_`` without ``if_``) raises :class:`ChoreographyError` at once.  A block
+opener (``if_``, ``else_``, ``while_``, ``parallel``, ``thread``) called
+without ``with`` would silently lose its block, so it stays pending and the
+next statement, the end of the enclosing block or ``body`` reports it at its
+line ("c.if_(...) was never entered: write `with c.if_(...):`").
 
 Actions are ``fn(variables, rng)`` (sync or async; ``variables`` a read-only
 mapping of the lifeline's store, ``rng`` its seeded ``random.Random``),
