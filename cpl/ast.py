@@ -7,6 +7,7 @@ with nodes for error messages but take no part in equality or hashing.
 
 from __future__ import annotations
 
+import weakref
 from typing import Union
 
 import attrs
@@ -228,3 +229,105 @@ def walk(node):
         current = stack.pop()
         yield current
         stack.extend(reversed(children(current)))
+
+
+_FORMULA_FIELDS = {Since: ("left", "right"), And: ("left", "right"), Or: ("left", "right"),
+                   Implies: ("left", "right"), At: ("body",), Prev: ("body",), Not: ("body",),
+                   Past: ("body",), Once: ("body",), Hist: ("body",)}
+_TERM_FIELDS = {Compare: ("left", "right"), Truth: ("term",)}
+
+
+def rebuild(node, new_children=None, new_terms=None, **changes):
+    """``node`` with its subformulas (in ``children`` order), its terms (in ``terms``
+    order) and any other fields replaced; ``node`` itself when nothing changes.
+
+    The one place that knows which field holds which child, for every pass that
+    maps over a formula (resolving names, desugaring, renaming lifelines).
+    """
+    if new_children is not None:
+        for field, child in zip(_FORMULA_FIELDS.get(type(node), ()), new_children):
+            if getattr(node, field) is not child:
+                changes[field] = child
+    if new_terms is not None:
+        new_terms = tuple(new_terms)
+        if isinstance(node, Pred):
+            if new_terms != node.args or any(a is not b for a, b in zip(new_terms, node.args)):
+                changes["args"] = new_terms
+        else:
+            for field, term in zip(_TERM_FIELDS.get(type(node), ()), new_terms):
+                if getattr(node, field) is not term:
+                    changes[field] = term
+    return attrs.evolve(node, **changes) if changes else node
+
+
+def map_children(node, function, **changes):
+    """``node`` with ``function`` applied to each direct subformula."""
+    return rebuild(node, [function(child) for child in children(node)], **changes)
+
+
+def either(formulas):
+    """The disjunction of one or more formulas as a balanced tree: its depth grows with
+    the log of their number, so no later recursive pass meets a long ``||`` chain."""
+    formulas = list(formulas)
+    if len(formulas) == 1:
+        return formulas[0]
+    half = (len(formulas) + 1) // 2
+    return Or(either(formulas[:half]), either(formulas[half:]))
+
+
+# Hash-consing: one object per distinct formula, so that comparing two formulas
+# compares their children by identity (constant time) instead of unfolding a DAG
+# whose tree (nested ``P``) is exponential.  Values are held weakly: a formula no
+# one uses any more leaves the table.
+_INTERNED: "weakref.WeakValueDictionary" = weakref.WeakValueDictionary()
+
+
+def _intern_key(node) -> tuple:
+    kind = type(node)
+    fields = _FORMULA_FIELDS.get(kind)
+    if fields is not None:
+        extra = (node.lifeline,) if kind is At else ()
+        return (kind, *extra, *(id(getattr(node, f)) for f in fields))
+    if kind is Compare:
+        return (kind, node.op, node.left, node.right)
+    if kind is Pred:
+        return (kind, node.name, node.args)
+    if kind is Truth:
+        return (kind, node.term)
+    if kind is Bool:
+        return (kind, node.value)
+    if kind is Seen:
+        return (kind, node.lifeline)
+    raise TypeError(f"not a CPL formula: {node!r}")
+
+
+def shared(formula):
+    """``formula`` with every subformula replaced by the one interned object equal to it.
+
+    Linear in the number of distinct objects (not the tree size); no recursion.
+    """
+    return shared_all([formula])[0]
+
+
+def shared_all(formulas) -> list:
+    """``shared`` of several formulas, walking their common subformulas once."""
+    formulas = list(formulas)
+    done: dict[int, object] = {}
+    stack = [(formula, False) for formula in reversed(formulas)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in done:
+            continue
+        kids = children(node)
+        if not expanded and kids:
+            stack.append((node, True))
+            stack.extend((child, False) for child in kids if id(child) not in done)
+            continue
+        node_ = rebuild(node, [done[id(child)] for child in kids]) if kids else node
+        key = _intern_key(node_)
+        found = _INTERNED.get(key)
+        if found is None:
+            _INTERNED[key] = found = node_
+            hash(found)  # cached now, bottom-up: hashing a deep formula later recurses no more
+        done[id(node)] = found
+    return [done[id(formula)] for formula in formulas]

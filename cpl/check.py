@@ -5,10 +5,11 @@ from __future__ import annotations
 import attrs
 
 from . import ast
-from .desugar import desugar, exports, subformulas
+from .desugar import desugar, exports, resugar, resugar_all, subformulas
 from .names import Schema, resolve
 from .parser import parse
 from .printer import to_text
+from .references import named_lifelines
 
 
 @attrs.frozen
@@ -17,34 +18,32 @@ class CheckedGuard:
     formula: ast.Formula  # resolved, as written (sugar kept)
     primitive: ast.Formula  # sugar removed: what the monitor compiles
     lifelines: tuple[str, ...]  # the lifelines the guard names
+    universe: tuple[str, ...] = ()  # what an unqualified ``P`` ranges over (desugared with)
 
     @property
     def canonical(self) -> str:
         return to_text(self.formula)
 
     def to_json(self) -> dict:
+        """The machine form of ``cpl check``.  Shipped formulas are printed with ``P``
+        folded back (``resugar``): their primitive text doubles with each nested ``P``."""
+        shipped = exports([self.primitive])
+        folded = iter(resugar_all([f for entry in shipped.values() for f in entry.formulas],
+                                  self.universe))
         return {
             "canonical": self.canonical,
             "lifelines": list(self.lifelines),
             "subformulas": len(subformulas(self.primitive)),
             "remote": {
-                lifeline: {"formulas": [to_text(f) for f in entry.formulas],
+                lifeline: {"formulas": [to_text(next(folded)) for _ in entry.formulas],
                            "vars": list(entry.variables)}
-                for lifeline, entry in exports([self.primitive]).items()
+                for lifeline, entry in shipped.items()
             },
         }
 
-
-def named_lifelines(formula: ast.Formula) -> tuple[str, ...]:
-    """Lifelines the formula names, in order of first mention."""
-    seen: dict[str, None] = {}
-    for node in ast.walk(formula):
-        if isinstance(node, (ast.At, ast.Seen)):
-            seen.setdefault(node.lifeline, None)
-        for term in ast.terms(node):
-            if isinstance(term, ast.Remote):
-                seen.setdefault(term.lifeline, None)
-    return tuple(seen)
+    def text_of(self, primitive: ast.Formula) -> str:
+        """Text of a subformula of ``primitive`` that checks back to it (``P`` folded)."""
+        return to_text(resugar(primitive, self.universe))
 
 
 def check(text: str, schema: Schema = Schema()) -> CheckedGuard:
@@ -52,4 +51,7 @@ def check(text: str, schema: Schema = Schema()) -> CheckedGuard:
     formula = resolve(parse(text), schema, text)
     named = named_lifelines(formula)
     every = schema.lifelines if schema.lifelines is not None else named
-    return CheckedGuard(text, formula, desugar(formula, every, text), named)
+    return CheckedGuard(text, formula, desugar(formula, every, text), named, tuple(every))
+
+
+__all__ = ["CheckedGuard", "check", "named_lifelines"]

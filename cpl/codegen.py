@@ -1,6 +1,6 @@
 """Algorithms 1 and 2 of the CPL paper, generated as straight-line Python per lifeline.
 
-For lifeline A, ``generate_monitor`` writes a factory ``monitor_A(init)`` that
+For lifeline A, ``generate_monitor`` writes a factory ``monitor(init)`` that
 holds A's state (Definition 4: ``vc``, ``views``, ``varviews``, ``store``) in
 closure cells and returns four event steps, ``act``, ``send``, ``receive`` and
 ``choice``.  Each step is Algorithm 1 — a receive first copies B's entries
@@ -18,31 +18,30 @@ Every slot is computed at every event (atoms and predicates included); the
 connectives short-circuit only over values already at hand.  A's own view
 (a bitmask of its exported slots) and variable view are updated as the paper
 says.  ``SlotProgram.source`` is the generated text, for reading beside the
-paper.  Per-event costs were measured in bench/ (P1, P1 local), which is why
-the own clock entry is a cell of its own and the store is updated with ``|=``.
+paper (``cpl check GUARD --monitor A`` prints it), and is registered with
+``linecache`` so tracebacks and debuggers show its lines.  Per-event costs were
+measured in bench/ (P1, P1 local), which is why the own clock entry is a cell of
+its own and the store is updated with ``|=``.
+
+Names are data, never code: lifelines, variables, symbols, predicates and
+values come from guards, traces and choreographies, so they reach the source
+only as indices, as ``repr`` of plain str/int/bool/None/finite float values, or
+as names bound in the namespace; comments quote them escaped (``_comment``).
 """
 
 from __future__ import annotations
 
+import itertools
+import linecache
+import math
+import weakref
+
 from . import ast
 from .errors import EvaluationError
 from .printer import term_text, to_text
-from .values import COMPARE
+from .values import COMPARE, UNSET
 
-
-class _Unset:
-    """The value of a variable that has not been set (distinct from null)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "UNSET"
-
-    def __reduce__(self):
-        return "UNSET"
-
-
-UNSET = _Unset()
+_modules = itertools.count(1)  # one linecache file name per generated module
 
 
 def _guarded(entry):
@@ -61,6 +60,18 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
     and returns its event steps ``(act, send, receive, choice, values, clock, views, varviews, store)``.
     """
     namespace = {"U": UNSET, "new": tuple.__new__, "Metadata": _metadata_class()}
+    constants: dict = {}  # (type, value) -> name bound in namespace, for values repr cannot carry
+
+    def constant(value) -> str:
+        """Python expression of a constant: its repr when that is a plain literal."""
+        if _plain_literal(value):
+            return repr(value)
+        key = (type(value), value) if _hashable(value) else (type(value), id(value))
+        if key not in constants:
+            constants[key] = f"k{len(constants)}"
+            namespace[constants[key]] = value
+        return constants[key]
+
     reads: dict = {}  # term -> local name
     head: list[str] = []
     body: list[str] = []
@@ -72,18 +83,19 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
     def term(t) -> tuple[str, bool]:
         """Python expression of a term, and whether it may be unset."""
         if isinstance(t, ast.Const):
-            return repr(t.value), False
+            return constant(t.value), False
         if isinstance(t, ast.Symbol):
-            return repr(t.name), False
+            return constant(t.name), False
         if t not in reads:
             name = f"t{len(reads)}"
             reads[t] = name
             if isinstance(t, ast.Remote) and t.lifeline != lifeline:
                 b = lifelines.index(t.lifeline)
                 k = shipped[b].variables.index(t.name)
-                head.append(f"{name} = varviews[{b}][{k}]  # {_show(t)}")
+                head.append(f"{name} = varviews[{b}][{k}]  # {_comment(term_text(t))}")
             else:
-                head.append(f"{name} = store.get({t.name!r}, U)  # {_show(t)}")
+                head.append(f"{name} = store.get({constant(t.name)}, U)  # "
+                            f"{_comment(term_text(t))}")
         return reads[t], True
 
     def atom(node) -> str:
@@ -96,6 +108,8 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             value, _ = term(node.term)
             return f"({value} is True)"
         if isinstance(node, ast.Compare):
+            if node.op not in _OP_NAMES:
+                raise ValueError(f"not a comparison operator: {node.op!r}")
             (left, l_unset), (right, r_unset) = term(node.left), term(node.right)
             text_constant = _is_text_constant(node.left) or _is_text_constant(node.right)
             function = f"cmp_{_OP_NAMES[node.op]}"
@@ -116,11 +130,13 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             return _defined([left] * l_unset + [right] * r_unset, test)
         if isinstance(node, ast.Pred):
             args = [term(a) for a in node.args]
-            function = f"pred_{node.name}"
-            namespace[function] = _guarded(predicates.get(node.name))
+            function = predicate_names.setdefault(node.name, f"pred{len(predicate_names)}")
+            namespace[function] = _guarded(_predicate(predicates, node.name))
             call = f"{function}({', '.join(a for a, _ in args)})"
             return _defined([a for a, unset in args if unset], call)
         raise TypeError(f"not an atom: {node!r}")
+
+    predicate_names: dict = {}  # predicate name -> its name in the namespace
 
     def old(i) -> str:
         return f"y{i}" if i in olds else f"v{i}"
@@ -143,14 +159,15 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             code = f"v{slot_of[node.left]} or v{slot_of[node.right]}"
         else:
             code = atom(node)
-        body.append(f"v{i} = {code}  # {_show(node)}")
+        body.append(f"v{i} = {code}  # {_show(node, slot_of, lifelines)}")
 
     own = shipped[index]
     evaluate = [f"y{i} = v{i}" for i in sorted(olds)] + head + body
     if exported:  # ``<< 0`` too: it turns a bool slot into the int a bitmask must be
         evaluate.append(f"views[{index}] = " + " | ".join(
             f"v{s} << {k}" for k, s in enumerate(exported)))
-    own_vars = f"varviews[{index}] = ({''.join(f'store.get({x!r}, U), ' for x in own.variables)})"
+    own_vars = (f"varviews[{index}] = "
+                f"({''.join(f'store.get({constant(x)}, U), ' for x in own.variables)})")
     # ``store |= updates`` is dict.update without the method lookup and call: a third of
     # the cost of a local step (bench/README.md, P1 local).  It rebinds ``store``, hence
     # the ``nonlocal store`` of act and receive.
@@ -159,7 +176,7 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
     for b in range(len(lifelines)):
         if b == index:
             continue
-        merge += [f"if mvc[{b}] > vc[{b}]:  # ahead on {lifelines[b]}: copy its entries",
+        merge += [f"if mvc[{b}] > vc[{b}]:  # ahead on {_comment(lifelines[b])}: copy its entries",
                   f"    vc[{b}] = mvc[{b}]"]
         if shipped[b].formulas or shipped[b].variables:
             merge += [f"    views[{b}] = mviews[{b}]", f"    varviews[{b}] = mvars[{b}]"]
@@ -179,11 +196,11 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
 
     initial_varviews = ", ".join(f"({'U, ' * len(e.variables)})" for e in shipped)
     lines = [
-        f"def monitor_{lifeline}(init):",
-        f'    """The monitor of {lifeline}: Definition 4 state, Algorithm 1 steps,',
+        "def monitor(init):",
+        f'    """The monitor of lifeline {index}: Definition 4 state, Algorithm 1 steps,',
         f'    Algorithm 2 inlined ({len(slots)} slots, bottom-up, old values in v*/y*)."""',
         f"    vc = [0] * {len(lifelines)}",
-        f"    own = 0  # this lifeline's own entry of vc; send and clock() write it to vc[{index}]",
+        f"    own = 0  # the own entry of vc ({_comment(lifeline)}); send and clock() write it to vc[{index}]",
         f"    views = [0] * {len(lifelines)}",
         f"    varviews = [{initial_varviews}]",
         "    store = dict(init)",
@@ -207,13 +224,46 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         "    return act, send, receive, choice, values, clock, views, varviews, store",
     ]
     source = "\n".join(lines) + "\n"
-    exec(compile(source, f"<cpl monitor for {lifeline}>", "exec"), namespace)
-    return source, namespace[f"monitor_{lifeline}"]
+    # Only indices in the file name: the name of the lifeline is anybody's text.
+    filename = f"<cpl monitor {next(_modules)}: lifeline {index}>"
+    exec(compile(source, filename, "exec"), namespace)
+    factory = namespace["monitor"]
+    _register_source(filename, source, factory)
+    return source, factory
+
+
+def _register_source(filename: str, source: str, owner) -> None:
+    """Let tracebacks, ``inspect`` and pdb show the generated lines, for as long as
+    ``owner`` (the factory) lives: a process that compiles many monitors keeps no
+    source it no longer runs."""
+    linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
+    weakref.finalize(owner, linecache.cache.pop, filename, None)
 
 
 def _metadata_class():
-    from .metadata import Metadata  # metadata imports UNSET from here
+    from .metadata import Metadata  # imported late: metadata is not needed to import codegen
     return Metadata
+
+
+def _predicate(predicates, name):
+    entry = predicates.get(name)
+    if entry is None:
+        raise ValueError(f"unknown predicate {name!r}")
+    return entry
+
+
+def _plain_literal(value) -> bool:
+    """Values whose ``repr`` is a Python literal of the same value (and nothing else)."""
+    kind = type(value)
+    return kind in (str, int, bool, type(None)) or (kind is float and math.isfinite(value))
+
+
+def _hashable(value) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 _OP_NAMES = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
@@ -240,7 +290,8 @@ def _type_of(t, code: str) -> str:
 
 
 def _is_text_constant(t) -> bool:
-    return isinstance(t, ast.Symbol) or (isinstance(t, ast.Const) and type(t.value) is str)
+    return (isinstance(t, ast.Symbol) and type(t.name) is str) or \
+        (isinstance(t, ast.Const) and type(t.value) is str)
 
 
 def _defined(names: list[str], test: str) -> str:
@@ -248,6 +299,27 @@ def _defined(names: list[str], test: str) -> str:
     return "(" + " and ".join(checks + [test]) + ")"
 
 
-def _show(node) -> str:
-    text = to_text(node) if not isinstance(node, (ast.Var, ast.Remote)) else term_text(node)
-    return text.replace("\n", "\\n")[:120]
+_COMMENT_LENGTH = 100
+
+
+def _comment(text) -> str:
+    """User text made safe for a ``#`` comment: every non-printable or non-ASCII
+    character escaped (nothing can end the line), and the length capped."""
+    text = str(text).encode("unicode_escape").decode("ascii")
+    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    return text if len(text) <= _COMMENT_LENGTH else text[:_COMMENT_LENGTH - 3] + "..."
+
+
+_SHOWN = {ast.Since: "v{} S v{}", ast.And: "v{} && v{}", ast.Or: "v{} || v{}",
+          ast.Not: "!v{}", ast.Prev: "Y v{}"}
+
+
+def _show(node, slot_of, lifelines) -> str:
+    """A slot's comment: its operator over child slots (never the whole subtree, which
+    nested ``P`` makes exponential), or an atom's text, escaped and capped."""
+    kind = type(node)
+    if kind in _SHOWN:
+        return _SHOWN[kind].format(*(slot_of[child] for child in ast.children(node)))
+    if kind is ast.At:
+        return f"@{_comment(node.lifeline)}(...) as lifeline {lifelines.index(node.lifeline)} shows it"
+    return _comment(to_text(node))

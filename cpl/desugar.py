@@ -10,12 +10,11 @@ the sugar literally, so the property tests also check these equations:
 
 from __future__ import annotations
 
-import functools
-
 import attrs
 
 from . import ast
 from .errors import GuardError
+from .references import references
 
 TRUE = ast.Bool(True)
 
@@ -23,14 +22,26 @@ TRUE = ast.Bool(True)
 def desugar(formula: ast.Formula, lifelines, source: str = "") -> ast.Formula:
     """Primitive form; ``lifelines`` (ordered) are what an unqualified ``P`` ranges over.
 
-    ``source`` is the guard text, for the caret of an error.
+    ``source`` is the guard text, for the caret of an error.  The result is
+    hash-consed (``ast.shared``): equal subformulas are one object, so the
+    copies ``P`` makes of its body cost nothing to compare or to walk.
     """
     try:
-        return _desugar(formula, tuple(lifelines))
+        return ast.shared(_desugar(formula, tuple(lifelines)))
     except GuardError as error:
         if error.line and not error.source:
             error.source = source
         raise
+
+
+def past(body: ast.Formula, lifelines: tuple) -> ast.Formula:
+    """``P body`` in primitive form (``body`` already primitive): the printer re-sugars
+    exactly this shape."""
+    if isinstance(body, ast.At):
+        return ast.At(body.lifeline, ast.Since(TRUE, body.body))
+    # One shared node for every lifeline: nested P stays a DAG of linear size.
+    once = ast.Since(TRUE, body)
+    return ast.either([ast.At(b, once) for b in lifelines])
 
 
 def _desugar(node, lifelines: tuple):
@@ -44,21 +55,13 @@ def _desugar(node, lifelines: tuple):
     if kind is ast.Seen:
         return ast.At(node.lifeline, TRUE)
     if kind is ast.Past:
-        if isinstance(node.body, ast.At):
-            return ast.At(node.body.lifeline, ast.Since(TRUE, _desugar(node.body.body, lifelines)))
-        if not lifelines:
+        if not isinstance(node.body, ast.At) and not lifelines:
             where = (node.span.line, node.span.column) if node.span else ()
             raise GuardError("'P φ' needs the set of lifelines; none is known here", "", *where,
                              hint="write P @A(φ) for one lifeline, or give a schema")
-        # One shared node for every lifeline: nested P stays a DAG of linear size
-        # (and comparing its copies stays linear, for they are the same object).
-        once = ast.Since(TRUE, _desugar(node.body, lifelines))
-        return functools.reduce(ast.Or, [ast.At(b, once) for b in lifelines])
-    if kind in (ast.At, ast.Prev, ast.Not):
-        return attrs.evolve(node, body=_desugar(node.body, lifelines), span=None)
-    if kind in (ast.Since, ast.And, ast.Or):
-        return attrs.evolve(node, left=_desugar(node.left, lifelines),
-                            right=_desugar(node.right, lifelines), span=None)
+        return past(_desugar(node.body, lifelines), lifelines)
+    if ast.children(node):
+        return ast.map_children(node, lambda child: _desugar(child, lifelines), span=None)
     return node
 
 
@@ -78,12 +81,11 @@ def exports(formulas) -> dict[str, Exports]:
     bodies: dict[str, dict] = {}
     names: dict[str, dict] = {}
     for formula in formulas:
-        for node in _distinct(formula):
-            if isinstance(node, ast.At):
-                bodies.setdefault(node.lifeline, {}).setdefault(node.body, None)
-            for term in ast.terms(node):
-                if isinstance(term, ast.Remote):
-                    names.setdefault(term.lifeline, {}).setdefault(term.name, None)
+        for read in references(formula, where_read=False):
+            if read.kind == "at":
+                bodies.setdefault(read.lifeline, {}).setdefault(read.body, None)
+            elif read.kind == "remote":
+                names.setdefault(read.lifeline, {}).setdefault(read.variable, None)
     return {b: Exports(tuple(bodies.get(b, ())), tuple(names.get(b, ())))
             for b in sorted(set(bodies) | set(names))}
 
@@ -105,3 +107,56 @@ def _distinct(formula: ast.Formula):
         seen.add(current)
         yield current
         stack.extend(reversed(ast.children(current)))
+
+
+def resugar(primitive: ast.Formula, lifelines) -> ast.Formula:
+    """``primitive`` with every desugared ``P φ`` (the exact shape ``past`` builds for
+    ``lifelines``) folded back into ``P φ``: its text is then as short as the guard
+    that produced it, where the primitive text doubles with every nested ``P``.
+
+    ``desugar(resugar(f, L), L) == f``.  Linear in the DAG; no recursion.
+    """
+    return resugar_all([primitive], lifelines)[0]
+
+
+def resugar_all(primitives, lifelines) -> list:
+    """``resugar`` of several formulas, sharing the work on their common subformulas."""
+    lifelines = tuple(lifelines)
+    roots = ast.shared_all(primitives)
+    done: dict[int, ast.Formula] = {}
+    stack = [(root, None) for root in reversed(roots)]
+    while stack:
+        node, plan = stack.pop()
+        if id(node) in done:
+            continue
+        if plan is None:  # first visit: decide what to print below this node
+            body = _folded_past(node, lifelines)
+            plan = ("past", (body,)) if body is not None else ("keep", ast.children(node))
+            stack.append((node, plan))
+            stack.extend((child, None) for child in plan[1] if id(child) not in done)
+            continue
+        how, below = plan
+        if how == "past":
+            done[id(node)] = ast.Past(done[id(below[0])])
+        else:
+            done[id(node)] = ast.rebuild(node, [done[id(child)] for child in below])
+    return [done[id(root)] for root in roots]
+
+
+def _folded_past(node, lifelines: tuple):
+    """φ when ``node`` is ``past(φ, lifelines)`` (shared), else None."""
+    if not lifelines:
+        return None
+    leftmost = node
+    while type(leftmost) is ast.Or:
+        leftmost = leftmost.left
+    if not (type(leftmost) is ast.At and type(leftmost.body) is ast.Since
+            and leftmost.body.left == TRUE):
+        return None
+    body = leftmost.body.right
+    if leftmost is node and len(lifelines) != 1:
+        return None  # @A(true S φ): that is P @A(φ), clearer written as it is
+    try:
+        return body if ast.shared(past(body, lifelines)) is node else None
+    except TypeError:  # not a formula below: nothing to fold
+        return None

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import msgpack
 
-from .codegen import UNSET
+from .values import UNSET
 
 _UNSET_CODE = 1  # msgpack extension type for UNSET
 

@@ -39,3 +39,18 @@ COMPARE = {
     ">": _ordered(operator.gt),
     ">=": _ordered(operator.ge),
 }
+
+
+class _Unset:
+    """The value of a variable that has not been set (distinct from null)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "UNSET"
+
+    def __reduce__(self):
+        return "UNSET"
+
+
+UNSET = _Unset()
