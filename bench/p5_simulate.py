@@ -99,7 +99,7 @@ def run(quick: bool = False) -> list[Row]:
     runs = interleaved({
         "simulate": lambda: timed(lambda: _simulate_all(simulator, seeds, inputs)),
         "unrecorded": lambda: timed(lambda: _simulate_all(simulator, seeds, inputs, False)),
-        "replay": lambda: timed(lambda: _replay_all(traces, simulator.program)),
+        "replay": lambda: timed(lambda: _replay_all(traces, simulator.plan.monitors)),
         "schedule": lambda: timed(lambda: _schedule_all(seeds, lengths)),
         "uncached": lambda: timed(lambda: [simulate(c, seed=s, values=inputs)
                                                  for s in range(full_n)]),

@@ -27,6 +27,7 @@ per sender (``A:1``, ``A:2``, …), so separate processes name them alike.
 
 from __future__ import annotations
 
+from types import MappingProxyType
 from typing import NamedTuple
 
 import attrs
@@ -63,22 +64,17 @@ class Message(NamedTuple):
     msg_id: str = ""  # the trace's id for it: sender:sequence
 
 
-class Option(NamedTuple):
-    """One event that can happen now: ``thread``'s next event, or its receive of ``message``."""
+# One event that can happen now: ``(runner, thread, None)`` for the thread's next event,
+# ``(runner, thread, message)`` for its receive of ``message``.  A plain tuple: a step
+# builds a few, and a NamedTuple costs five times as much to build (bench P5).
+Option = tuple
+_EMPTY = MappingProxyType({})
 
-    runner: "Runner"
-    thread: "Thread"
-    message: Message | None = None
 
-    @property
-    def kind(self) -> str:
-        return self.thread.want[0]
-
-    @property
-    def calls(self) -> bool:
-        """An action with a function: the driver must ``start`` it and pass its value to fire."""
-        want = self.thread.want
-        return want[0] == "act" and want[1].fn is not None
+def calls(option: Option) -> bool:
+    """An action with a function: the driver must ``start`` it and pass its value to fire."""
+    want = option[1].want
+    return want[0] == "act" and want[1].fn is not None
 
 
 class Frame:
@@ -101,6 +97,7 @@ class Runner:
     def __init__(self, plan, lifeline: str, store: dict, rng, *, record: bool = True):
         self.name = lifeline
         self.lifelines = plan.lifelines
+        self.index = plan.lifelines.index(lifeline)
         self.monitor = Monitor(plan.monitors, lifeline, store)
         self.store = self.monitor.store  # σ_A: the monitor applies every event's updates to it
         self.rng = rng
@@ -110,6 +107,7 @@ class Runner:
         self.taken = 0  # events so far: the next is f"{name}.{taken + 1}"
         self.sent = 0  # messages so far: the next is f"{name}:{sent + 1}"
         self.threads: list[Thread] = []
+        self._texts: dict[int, str] = {}  # decision id -> its guard's canonical text
         self._spawn(Thread([Frame(plan.projection.program(lifeline).body, ())]))
 
     @property
@@ -141,27 +139,27 @@ class Runner:
                 for key in want[1]:
                     message = inbox.get(key)
                     if message is not None:
-                        found.append(Option(self, thread, message))
+                        found.append((self, thread, message))
             else:
-                found.append(Option(self, thread))
+                found.append((self, thread, None))
         return found
 
     def start(self, option: Option):
         """Call the action ``option`` is at; its value (or an awaitable the driver awaits)."""
-        return actions.start(option.thread.want[1], self.store, self.rng, self.name,
+        return actions.start(option[1].want[1], self.store, self.rng, self.name,
                              self.next_event)
 
     def action_failed(self, option: Option, error: BaseException) -> RunFailure:
         """The failure of an awaited action that raised ``error``."""
-        return actions.failed(option.thread.want[1], error, self.name, self.next_event)
+        return actions.failed(option[1].want[1], error, self.name, self.next_event)
 
     def fire(self, option: Option, value=None) -> tuple[Event | None, Message | None]:
         """Take the event: (the recorded event or None when not recording, the message to send)."""
-        thread = option.thread
+        _, thread, message = option
         kind, s = thread.want
         try:
             if kind == "recv":
-                return self._receive(thread, option.message), None
+                return self._receive(thread, message), None
             if kind == "act":
                 return self._act(thread, s, value), None
             if kind == "choice":
@@ -176,19 +174,25 @@ class Runner:
 
     # -------------------------------------------------------------- the events
 
-    def _event(self, kind: str, **fields) -> Event | None:
+    def _event(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
+               outcome=None, payload=None) -> Event | None:
+        """Count the event; build it if recording.  ``updates`` is a dict nobody changes
+        later, so it is wrapped read-only, not copied (``Event.checked``: bench P5)."""
         self.taken += 1
         if not self.record:
             return None
-        return Event(f"{self.name}.{self.taken}", self.name, kind,
-                     vc=dict(zip(self.lifelines, self.monitor.vc)), **fields)
+        return Event.checked((f"{self.name}.{self.taken}", self.name, kind, to, msg,
+                              MappingProxyType(updates) if updates else _EMPTY, label, guard,
+                              outcome, MappingProxyType(dict(zip(self.lifelines, self.monitor.vc))),
+                              None, payload))
 
     def _act(self, thread: Thread, s: LAct, value) -> Event | None:
         updates = (dict(s.values) if s.fn is None else
                    actions.assignments(s, value, self.variables, self.name, self.next_event))
         self.monitor.act(updates)
-        self._advance(thread)
-        return self._event("act", set=updates, label=s.label)
+        thread.frames[-1].pc += 1
+        self._settle(thread)
+        return self._event("act", updates=updates, label=s.label)
 
     def _send(self, thread: Thread, key: tuple, to: str, values: dict, label: str,
               outcome: bool | None) -> tuple[Event | None, Message]:
@@ -198,7 +202,8 @@ class Runner:
         top = thread.frames[-1]
         message = Message((*key, top.path), self.name, to, values, self.monitor.send(), label,
                           outcome, msg_id)
-        self._advance(thread)
+        top.pc += 1
+        self._settle(thread)
         payload = dict(values) if key[0] == "m" else {"outcome": outcome}
         return self._event("send", to=to, msg=msg_id, label=label, payload=payload), message
 
@@ -223,7 +228,10 @@ class Runner:
             tells = tuple(Tell(s.choice, to, outcome, told) for to in s.tell)
             thread.frames.append(Frame(tells, path))
         self._settle(thread)
-        return self._event("choice", label=s.label, guard=s.guard.canonical, outcome=outcome)
+        text = self._texts.get(s.choice)
+        if text is None:  # printed once per decision, not once per event
+            text = self._texts[s.choice] = s.guard.canonical
+        return self._event("choice", label=s.label, guard=text, outcome=outcome)
 
     def _receive(self, thread: Thread, message: Message) -> Event | None:
         del self.inbox[message.key]
@@ -248,13 +256,9 @@ class Runner:
         updates = message.values
         self.monitor.receive(message.metadata, updates or None)
         self._settle(thread)
-        return self._event("recv", msg=message.msg_id, set=updates, label=message.label)
+        return self._event("recv", msg=message.msg_id, updates=updates, label=message.label)
 
     # ------------------------------------------------------------ settling
-
-    def _advance(self, thread: Thread) -> None:
-        thread.frames[-1].pc += 1
-        self._settle(thread)
 
     def _spawn(self, thread: Thread) -> None:
         self.threads.append(thread)

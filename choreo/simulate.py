@@ -29,6 +29,7 @@ from typing import Callable
 import attrs
 
 from cpl.msc import Event, Trace
+from .machine import calls
 from .plan import Plan, prepare
 from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure
 
@@ -172,19 +173,25 @@ class _Simulation:
         self.runners = [plan.runner(name, self.stores[name], seed,
                                     record=record or sink is not None)
                         for name in plan.lifelines]
-        self.by_name = {runner.name: runner for runner in self.runners}
         self.scheduler = random.Random(seed)
         self.events: list[Event] = []
 
     def steps(self, max_steps: int | None, deadline: float | None, timeout):
         """The run, as a generator: yields each awaitable an action returns, takes its value."""
         status, error, steps = OK, None, 0
-        runners, by_name, rng = self.runners, self.by_name, self.scheduler
-        keep = self.events.append if self.recording else None
-        sink = self.sink
+        runners, emit = self.runners, self._emitter()
+        # Uniform among the options: random() has 53 bits, so the bias of int(r * n) is
+        # below n / 2**53; randrange costs two more Python calls per step (bench P5).
+        draw = self.scheduler.random
+        # Each runner's options, asked again only of the runners a step changed: the one
+        # that fired and the receiver of its message (a step's cost, bench P5).
+        lists = [runner.enabled() for runner in runners]
+        place = {runner.name: runner.index for runner in runners}
         try:
             while True:
-                options = [option for runner in runners for option in runner.enabled()]
+                options = []
+                for some in lists:
+                    options += some
                 if not options:
                     break
                 if max_steps is not None and steps >= max_steps:
@@ -192,9 +199,9 @@ class _Simulation:
                     break
                 if deadline is not None and steps % 256 == 0 and time.monotonic() > deadline:
                     raise _DeadlinePassed
-                option = options[rng.randrange(len(options))]
-                runner, value = option.runner, None
-                if option.calls:
+                option = options[int(draw() * len(options))]
+                runner, value = option[0], None
+                if calls(option):
                     value = runner.start(option)
                     if inspect.isawaitable(value):
                         try:
@@ -203,12 +210,12 @@ class _Simulation:
                             raise runner.action_failed(option, failure) from None
                 event, message = runner.fire(option, value)
                 if event is not None:
-                    if keep is not None:
-                        keep(event)
-                    if sink is not None:
-                        sink(event)
+                    emit(event)
+                lists[runner.index] = runner.enabled()
                 if message is not None:
-                    by_name[message.receiver].deliver(message)
+                    receiver = runners[place[message.receiver]]
+                    receiver.deliver(message)
+                    lists[receiver.index] = receiver.enabled()
                 steps += 1
         except RunFailure as failure:
             status, error = FAILED, failure.render()
@@ -222,10 +229,18 @@ class _Simulation:
                 wait for r in runners for wait in r.waiting())
         return status, error, steps
 
+    def _emitter(self):
+        """Where each event goes: the in-memory trace, the sink, both, or nowhere."""
+        keep, sink = self.events.append if self.recording else None, self.sink
+        if keep is not None and sink is not None:
+            return lambda event: (keep(event), sink(event))
+        return keep or sink or (lambda event: None)
+
     def meta(self, status: str, error: str | None, steps: int) -> dict:
         """How the run ended, for the trace's ``meta``."""
         meta = {"choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
-                "status": status, "steps": steps, "recorded": self.recording}
+                "status": status, "steps": steps,
+                "recorded": self.recording or self.sink is not None}
         if error:
             meta["error"] = error
         return meta

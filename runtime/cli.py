@@ -8,14 +8,20 @@ errors and guards or choreographies that do not parse, resolve or check.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
+import tempfile
 
 import cpl
 from cpl import GuardError, Schema
 from cpl.errors import TraceError
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as given (exit 2)."""
 
 
 def _schema(path: str | None) -> Schema:
@@ -33,36 +39,82 @@ def cmd_check(args) -> int:
 
 def cmd_eval(args) -> int:
     from cpl import offline, reference
-    from cpl.tracefile import load_trace
+    from cpl.msc import Trace
+    from cpl.tracefile import open_trace
 
-    trace = load_trace(args.trace)
-    if args.lifeline is not None and args.lifeline not in trace.lifelines:
+    def warn(text: str) -> None:
+        print(f"warning: {text}", file=sys.stderr)
+
+    # A document is loaded and checked whole; a .jsonl stream is checked and evaluated one
+    # event at a time, its output held in a spool until the last line has passed the
+    # check: nothing is printed from a malformed trace (spec/trace.md).
+    source = open_trace(args.trace, warn)
+    streamed = not isinstance(source, Trace)
+    if args.lifeline is not None and args.lifeline not in source.lifelines:
         raise GuardError(f"--lifeline: unknown lifeline '{args.lifeline}' "
-                         f"(the trace has {', '.join(trace.lifelines)})")
-    if args.engine == "reference":
-        formula = cpl.check(args.guard, trace.schema()).formula
-        results = reference.evaluate_all(trace, formula, args.lifeline)
-    else:
-        results = offline.evaluate_trace(trace, args.guard, args.lifeline)
-    out = sys.stdout
-    if args.format == "jsonl":
-        # The lines differ only in the event id, its lifeline and the value, so only the
-        # id is encoded per line (json.dumps of a whole dict per line cost more than
-        # monitoring the event: bench/README.md, P6); the bytes are json.dumps's.
-        lanes = {name: json.dumps(name) for name in trace.lifelines}
-        for start in range(0, len(results), 4096):
-            out.write("".join(
-                f'{{"event": {json.dumps(event.id)}, "lifeline": {lanes[event.lifeline]}, '
-                f'"value": {"true" if value else "false"}}}\n'
-                for event, value in results[start:start + 4096]))
-    else:
-        width = max((len(event.id) for event, _ in results), default=5)
-        lanes = max((len(event.lifeline) for event, _ in results), default=8)
-        for event, value in results:
-            note = f"  (recorded {str(event.outcome).lower()})" if event.outcome is not None else ""
-            out.write(f"{event.id:<{width}}  {event.lifeline:<{lanes}}  {event.kind:<6}  "
-                      f"{str(value).lower()}{note}\n")
+                         f"(the trace has {', '.join(source.lifelines)})")
+    schema = source.schema()
+    checked = cpl.check(args.guard, schema)
+    try:
+        if args.engine == "reference":
+            trace = source.trace() if streamed else source
+            results = reference.evaluate_all(trace, checked.formula, args.lifeline)
+            streamed = False
+        else:
+            results = offline.evaluations(source, args.guard, args.lifeline, schema=schema)
+        with tempfile.SpooledTemporaryFile(8 << 20, "w+", encoding="utf-8") as spool:
+            if args.format == "jsonl":
+                _eval_jsonl(results, source.lifelines, spool if streamed else sys.stdout)
+            else:
+                widths = _eval_text_rows(results, checked.canonical, spool)
+            spool.seek(0)
+            if args.format == "text":
+                for line in spool:
+                    row = json.loads(line)
+                    sys.stdout.write(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  "
+                                     f"{row[2]:<6}  {row[3]}\n")
+            else:
+                for chunk in iter(lambda: spool.read(1 << 16), ""):
+                    sys.stdout.write(chunk)
+    except MemoryError:
+        raise TraceError("the trace is too large to evaluate in memory; write it as .jsonl",
+                         args.trace) from None
     return EXIT_OK
+
+
+def _eval_jsonl(results, lifelines, out) -> None:
+    """One JSON object per evaluated event.  The lines differ only in the event id, its
+    lifeline and the value, so only the id is encoded per line (json.dumps of a whole dict
+    per line cost more than monitoring the event: bench/README.md, P6); the bytes are
+    json.dumps's."""
+    lanes = {name: json.dumps(name) for name in lifelines}
+    batch = []
+    for event, value in results:
+        batch.append(f'{{"event": {json.dumps(event.id)}, "lifeline": {lanes[event.lifeline]}, '
+                     f'"value": {"true" if value else "false"}}}\n')
+        if len(batch) == 4096:
+            out.write("".join(batch))
+            batch.clear()
+    out.write("".join(batch))
+
+
+def _eval_text_rows(results, canonical: str, spool) -> list[int]:
+    """Rows for people, first as JSON arrays in the spool: the column widths are known only
+    at the end.  "(recorded X)" only at choices that recorded this same guard."""
+    widths = [0, 0]
+    for event, value in results:
+        note = (f"  (recorded {str(event.outcome).lower()})"
+                if event.outcome is not None and event.guard == canonical else "")
+        row = [_shown(event.id), _shown(event.lifeline), event.kind, str(value).lower() + note]
+        widths = [max(widths[0], len(row[0])), max(widths[1], len(row[1]))]
+        spool.write(json.dumps(row) + "\n")
+    return widths
+
+
+def _shown(name: str) -> str:
+    """A name as text output shows it: as is, or JSON-quoted if it holds a line break or
+    another character that would make the table lie."""
+    return name if name.isprintable() else json.dumps(name, ensure_ascii=False)
 
 
 def _choreography(args):
@@ -95,23 +147,36 @@ def cmd_show(args) -> int:
 
 def cmd_run(args) -> int:
     from choreo import ChoreographyError
-    from choreo.simulate import simulate
+    from choreo.simulate import Simulator
+    from choreo.status import EXIT_CODES
+    from cpl.tracestream import TraceWriter
     if not args.sim:
         raise ChoreographyError("only the in-process simulator exists so far: add --sim")
-    result = simulate(_choreography(args), seed=args.seed, args=args.arg,
-                      max_steps=args.max_steps, timeout=args.timeout, record=bool(args.trace))
-    if args.trace:
-        from cpl.tracefile import dump_trace
-        dump_trace(result.trace, args.trace)
-    for lifeline, names in result.expected.items():
-        got = result.results[lifeline]
-        shown = ", ".join(f"{n} = {json.dumps(got[n]) if n in got else '(unset)'}" for n in names)
-        print(f"{lifeline}: {shown or '(nothing)'}")
+    simulator = Simulator(_choreography(args))
+    inputs = simulator.plan.inputs(args.arg)
+    writer = None
+    if args.trace:  # checked before the run: an unwritable path must not cost a run
+        try:
+            writer = TraceWriter.open(args.trace, **simulator.plan.header(inputs))
+        except TraceError as error:
+            raise UsageError(f"--trace: {error}") from None
+    # Leaving the block without close() (an error of ours, a second Ctrl-C) still ends
+    # the trace, as failed or interrupted.
+    with writer or contextlib.nullcontext():
+        result = simulator.run(seed=args.seed, values=inputs, max_steps=args.max_steps,
+                               timeout=args.timeout, record=False,
+                               sink=writer.write if writer else None)
+        for lifeline, names in result.expected.items():  # results first, then the trace
+            got = result.results[lifeline]
+            shown = ", ".join(f"{n} = {json.dumps(got[n]) if n in got else '(unset)'}"
+                              for n in names)
+            print(f"{lifeline}: {shown or '(nothing)'}", flush=True)
+        if writer is not None:
+            writer.close(dict(result.trace.meta))
     if not result.ok:
         print(f"cpl run: {result.error}" + (f"\n  (trace written to {args.trace})"
                                              if args.trace else ""), file=sys.stderr)
-        return EXIT_FAILED
-    return EXIT_OK
+    return EXIT_CODES[result.status]
 
 
 def _add_run_command(commands) -> None:
@@ -125,8 +190,9 @@ def _add_run_command(commands) -> None:
     run.add_argument("--seed", type=int, default=0, metavar="N", help="scheduler seed (default 0)")
     run.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                      help="an input of the choreography (repeatable)")
-    run.add_argument("--trace", metavar="OUT.json|OUT.msgpack",
-                     help="write the cpl-msc/1 trace (also when the run fails)")
+    run.add_argument("--trace", metavar="OUT.json|OUT.jsonl|OUT.msgpack",
+                     help="write the cpl-msc/1 trace as the run goes (.jsonl: streamed line "
+                     "by line, so a killed run keeps what it did); also when the run fails")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long")
     run.add_argument("--max-steps", type=int, metavar="N", help="stop after N events")
     run.set_defaults(run=cmd_run)
@@ -180,6 +246,9 @@ def main(argv: list[str] | None = None) -> int:
         return args.run(args)
     except ChoreographyError as error:
         print(error.render(), file=sys.stderr)
+        return EXIT_USAGE
+    except UsageError as error:
+        print(f"cpl {args.command}: {error}", file=sys.stderr)
         return EXIT_USAGE
     except GuardError as error:
         print(error.render(getattr(error, "origin", "guard")), file=sys.stderr)

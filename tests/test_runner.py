@@ -107,8 +107,8 @@ def test_the_simulator_is_a_seeded_choice_among_enabled_events():
         options = [o for runner in r.values() for o in runner.enabled()]
         if not options:
             break
-        option = options[rng.randrange(len(options))]
-        event, message = option.runner.fire(option)
+        option = options[int(rng.random() * len(options))]
+        event, message = option[0].fire(option)
         events.append(event)
         if message is not None:
             r[message.receiver].deliver(message)
