@@ -25,7 +25,8 @@ Baselines, timed interleaved with the simulation over the same seeds:
 
 Memory: ``cpl run --sim`` without ``--trace`` keeps no events, so peak RSS
 must not grow with ``rounds``; the last rows compare a short and a long run
-(each a ``cpl`` subprocess whose peak RSS a small wrapper reports).
+(each a ``cpl`` subprocess whose peak RSS a small wrapper reports), and the
+long run again with its trace streamed to a ``.jsonl`` file (issue #7: ≤ 64 MiB).
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from timing import Row, cpu_seconds, interleaved, median, timed
@@ -73,10 +75,10 @@ def _schedule_all(seeds, lengths) -> None:
             order.append(waiting.pop(rng.randrange(len(waiting))))
 
 
-def peak_rss_kib(rounds: int) -> int:
-    """Peak RSS of ``cpl run examples/code_review.py --sim --arg rounds=N`` (no ``--trace``)."""
+def peak_rss_kib(rounds: int, trace: Path | None = None) -> int:
+    """Peak RSS of ``cpl run examples/code_review.py --sim --arg rounds=N [--trace T]``."""
     command = [sys.executable, "-m", "runtime.cli", "run", str(EXAMPLE), "--sim", "--seed", "1",
-               "--arg", f"rounds={rounds}"]
+               "--arg", f"rounds={rounds}"] + (["--trace", str(trace)] if trace else [])
     out = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], cwd=ROOT, check=True,
                          capture_output=True, text=True)
     return int(out.stdout.split()[-1])
@@ -126,6 +128,10 @@ def run(quick: bool = False) -> list[Row]:
                  "MiB", [kib / 1024]) for rounds, kib in rss.items()]
     rows[-1].baseline, rows[-1].baseline_value = f"rounds={short:,}", rss[short] / 1024
     rows[-1].target, rows[-1].met = "bounded", rss[long] <= 1.25 * rss[short]
+    with tempfile.TemporaryDirectory() as folder:  # the streamed trace: several hundred MB
+        streamed = peak_rss_kib(long, Path(folder) / "t.jsonl") / 1024
+    rows.append(Row("P5", f"peak RSS, cpl run --sim rounds={long:,} --trace t.jsonl", streamed,
+                    "MiB", [streamed], target="≤ 64 MiB", met=streamed <= 64))
     return rows
 
 

@@ -14,12 +14,11 @@ lifeline, the event and the line of the action that failed.
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import traceback
 from types import MappingProxyType
 
+from cpl.tracecodec import value_problem
 from . import model
 from .errors import Where
 from .local import LAct
@@ -63,29 +62,16 @@ def assignments(s: LAct, value, variables: dict, lifeline: str, event: str) -> d
         if not model.conforms(item, kind):
             raise _bad(s, lifeline, event, f"gave {name} = {_short(item)}, which is not "
                        f"{model.type_name(kind)}")
-        if not _traceable(item):
+        problem = value_problem(item, (list, tuple))
+        if problem:
             raise _bad(s, lifeline, event, f"gave {name} = {_short(item)}, which a trace "
-                       f"cannot hold (JSON values only: no NaN or Infinity)")
+                       f"cannot hold: it {problem}")
     return updates
 
 
 def _bad(s: LAct, lifeline: str, event: str, what: str) -> RunFailure:
     return RunFailure(lifeline, event, f"action {s.label!r} {what}", _defined_at(s) or s.where,
                       kind="action")
-
-
-def _traceable(value) -> bool:
-    """A JSON value with finite numbers: what a ``cpl-msc/1`` trace can hold."""
-    kind = type(value)
-    if kind is str or kind is bool or kind is int or value is None:
-        return True
-    if kind is float:
-        return math.isfinite(value)
-    try:
-        json.dumps(value, allow_nan=False)
-        return True
-    except (TypeError, ValueError, RecursionError):
-        return False
 
 
 def _short(value) -> str:

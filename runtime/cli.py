@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import sys
 import tempfile
 
@@ -261,6 +262,12 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return EXIT_OK
+    except Exception as error:  # a bug of ours: one clear line rather than a traceback
+        if os.environ.get("CPL_DEBUG"):
+            raise
+        print(f"cpl {args.command}: internal error: {type(error).__name__}: {error}\n"
+              f"  this is a bug in cpl; CPL_DEBUG=1 shows the traceback", file=sys.stderr)
+        return EXIT_FAILED
 
 
 if __name__ == "__main__":
