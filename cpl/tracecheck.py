@@ -23,7 +23,7 @@ from types import MappingProxyType
 from .errors import TraceError
 from .issued import Issued
 from .msc import KINDS, Event, Trace
-from .tracecodec import FORMAT, MAX_DEPTH, TOO_DEEP
+from .tracecodec import FORMAT, value_problem
 
 _TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "init", "events", "meta")
 _HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "init")
@@ -32,7 +32,6 @@ _EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
 _PLAIN_TYPES = (str, int, bool, type(None))  # values that need no further check
 _NO_UPDATES = MappingProxyType({})
 _build = Event.checked
-_VALUE_TYPES = "string, number, boolean, null, list or object"
 
 __all__ = ["FORMAT", "Checker", "parse_trace"]
 
@@ -196,32 +195,12 @@ class Checker:
             self.value(value, f"{where}: {key!r}", index, event_id)
 
     def value(self, value, where: str, index=None, event_id=None) -> None:
-        """JSON values only, so every trace can be written back as JSON; at most ``MAX_DEPTH``
-        lists/objects deep.  Iterative, so a hostile depth cannot reach the stack's limit."""
+        """JSON values only, so every trace can be written back as JSON."""
         if value is None or isinstance(value, (bool, int, str)):
             return
-        stack = [(value, 0)]
-        while stack:
-            value, depth = stack.pop()
-            if value is None or isinstance(value, (bool, int, str)):
-                continue
-            if isinstance(value, float):
-                if not math.isfinite(value):
-                    raise self.fail(f"{where} is {value}, which JSON cannot hold", index, event_id)
-                continue
-            if isinstance(value, (list, dict)):
-                if depth >= MAX_DEPTH:
-                    raise self.fail(f"{where} is {TOO_DEEP}", index, event_id)
-                if isinstance(value, dict):
-                    for key in value:
-                        if not isinstance(key, str):
-                            raise self.fail(f"{where} holds an object with the key {key!r}; "
-                                            f"object keys are strings", index, event_id)
-                    value = value.values()
-                stack.extend((item, depth + 1) for item in reversed(list(value)))  # in order
-                continue
-            raise self.fail(f"{where} holds a {type(value).__name__} value; values are "
-                            f"{_VALUE_TYPES}", index, event_id)
+        problem = value_problem(value)
+        if problem:
+            raise self.fail(f"{where} {problem}", index, event_id)
 
     # ----------------------------------------------------------- events
 

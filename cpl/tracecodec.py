@@ -9,6 +9,7 @@ into a ``TraceError`` that says what it found, never a traceback.
 from __future__ import annotations
 
 import json
+import math
 
 import msgpack
 
@@ -70,22 +71,39 @@ def encode_json(value) -> str:
         raise ValueError(TOO_DEEP) from None
 
 
-def too_deep(value) -> bool:
-    """Whether a value nests lists/objects more than ``MAX_DEPTH`` deep (iteratively)."""
+def value_problem(value, sequences=(list,)) -> str | None:
+    """Why ``value`` is not a JSON value this format holds (``"is nan, which JSON cannot
+    hold"``, …), or ``None``.  Iterative with a depth limit: hostile input cannot reach the
+    stack's.  The writer passes ``sequences=(list, tuple)``: a tuple is written as a list."""
     stack = [(value, 0)]
     while stack:
-        item, depth = stack.pop()
-        if isinstance(item, (list, tuple, dict)):
+        value, depth = stack.pop()
+        if value is None or isinstance(value, (bool, int, str)):
+            continue
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return f"is {value}, which JSON cannot hold"
+            continue
+        if isinstance(value, dict) or isinstance(value, sequences):
             if depth >= MAX_DEPTH:
-                return True
-            children = item.values() if isinstance(item, dict) else item
-            stack.extend((child, depth + 1) for child in children
-                         if isinstance(child, (list, tuple, dict)))
-    return False
+                return f"is {TOO_DEEP}"
+            if isinstance(value, dict):
+                for key in value:
+                    if not isinstance(key, str):
+                        return f"holds an object with the key {key!r}; object keys are strings"
+                value = value.values()
+            stack.extend((item, depth + 1) for item in reversed(list(value)))  # in order
+            continue
+        return (f"holds a {type(value).__name__} value; values are string, number, boolean, "
+                f"null, list or object")
+    return None
 
 
 def json_error(error: BaseException, origin: str, where: str = "") -> TraceError:
     """The ``TraceError`` for a JSON text that did not decode (``where``: e.g. ``line 3: ``)."""
     if isinstance(error, DuplicateKey):
         return TraceError(f"{where}not a valid trace: {error}; keep one of them", origin)
+    if isinstance(error, (RecursionError, MemoryError)):
+        return TraceError(f"{where}not a trace this reader takes: a value is "
+                          f"{decode_problem(error)}", origin)
     return TraceError(f"{where}not JSON ({decode_problem(error)})", origin)

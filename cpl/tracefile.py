@@ -14,6 +14,8 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
+import msgpack
+
 from .collector import collector_paused
 from .errors import TraceError
 from .msc import Trace
@@ -89,6 +91,9 @@ def _decode(raw: bytes, origin: str, msgpack_first: bool):
         try:
             return unpack(raw)
         except Exception as error:  # msgpack raises several unrelated types
+            if isinstance(error, (msgpack.exceptions.StackError, MemoryError)):
+                raise TraceError(f"not a trace this reader takes: a value is "
+                                 f"{decode_problem(error)}", origin) from None
             raise TraceError(f"not a msgpack trace ({decode_problem(error)}); write it with "
                              f"`cpl run --trace OUT.msgpack` or use JSON", origin) from None
     try:

@@ -29,7 +29,7 @@ import msgpack
 from .errors import TraceError
 from .msc import Event
 from .tracecheck import Checker
-from .tracecodec import FORMAT, TOO_DEEP, decode_json, encode_json, json_error, too_deep
+from .tracecodec import FORMAT, decode_json, encode_json, json_error, value_problem
 
 JSONL_SUFFIXES = (".jsonl",)
 MSGPACK_SUFFIXES = (".msgpack", ".mpk")
@@ -59,24 +59,9 @@ def _plain(value) -> bool:
 
 
 def _problem(value) -> str | None:
-    """Why a value cannot be written (NaN, infinity, too deep), or ``None``.  Every form
-    must hold what JSON can, so a msgpack trace stays convertible and loadable."""
-    if _plain(value):
-        return None
-    if isinstance(value, float):
-        return None if math.isfinite(value) else f"{value}, which JSON cannot hold"
-    if too_deep(value):
-        return TOO_DEEP
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float) and not math.isfinite(item):
-            return f"{item}, which JSON cannot hold"
-        if isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend(item)
-    return None
+    """Why a value cannot be written, or ``None``.  Every form holds only what JSON can,
+    so a msgpack trace stays loadable and convertible."""
+    return None if _plain(value) else value_problem(value, (list, tuple))
 
 
 class TraceWriter:
@@ -102,7 +87,7 @@ class TraceWriter:
         for name, value in header.items():
             if _problem(value):
                 self._abort()
-                raise ValueError(f'the trace header\'s "{name}" is {_problem(value)}')
+                raise ValueError(f'the trace header\'s "{name}" {_problem(value)}')
         if form == "jsonl":
             self._put(encode_json(header) + "\n")
         elif form == "json":
@@ -124,8 +109,12 @@ class TraceWriter:
         except OSError as error:
             if handle is not None:
                 handle.close()
-            raise TraceError(f"cannot write the trace: {error.strerror or error}",
-                             str(path)) from None
+            why = error.strerror or str(error)
+            if isinstance(error, FileNotFoundError):
+                why = f"the directory {str(path.parent)!r} does not exist"
+            elif isinstance(error, IsADirectoryError):
+                why = "it is a directory; name a file in it"
+            raise TraceError(f"cannot write the trace: {why}", str(path)) from None
         return cls(handle, form, str(path), header, spool)
 
     @classmethod
@@ -158,7 +147,7 @@ class TraceWriter:
             if field in data and not _plain(data[field]):
                 problem = _problem(data[field])
                 if problem:
-                    raise ValueError(f"event {event.id!r}: {field!r} is {problem}")
+                    raise ValueError(f"event {event.id!r}: {field!r} {problem}")
         if self._form == "msgpack":
             self._buffer.append(self._packer.pack(data))
         else:
@@ -196,8 +185,9 @@ class TraceWriter:
             meta = {"error": f"meta was {type(meta).__name__}, not an object"}
         problem = _problem(meta)
         if problem:  # still finish the file: a readable trace is worth more than a lost one
-            meta = {key: value for key, value in meta.items() if not _problem(value)}
-            meta["error"] = f"{meta.get('error', '')} (meta had a value that is {problem})".strip()
+            meta = {key: value for key, value in meta.items()
+                    if isinstance(key, str) and not _problem(value)}
+            meta["error"] = f"{meta.get('error', '')} (a meta value {problem})".strip()
         self.flush()
         try:
             if self._form == "jsonl":

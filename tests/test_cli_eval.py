@@ -92,3 +92,10 @@ def test_msgpack_trace_is_read(tmp_path):
     result = cpl("eval", str(tmp_path / "t.msgpack"), GUARD, "--format", "jsonl")
     assert result.returncode == 0 and result.stdout == cpl("eval", FIG2, GUARD, "--format",
                                                             "jsonl").stdout
+
+
+def test_recorded_note_only_at_choices_that_recorded_this_guard():
+    same = cpl("eval", FIG2, "@TestRunner(status != failed  S  status == passed)")
+    assert "(recorded true)" in same.stdout  # the same guard, written differently
+    other = cpl("eval", FIG2, "@TestRunner(status == passed)")
+    assert other.returncode == 0 and "recorded" not in other.stdout
