@@ -29,16 +29,18 @@ _TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "init", "events", "meta
 _HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "init")
 _EVENT_FIELDS = Event._fields
 _EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
-_PLAIN_TYPES = (str, int, bool, type(None))  # values that need no further check
+_PLAIN_TYPE_SET = frozenset((str, int, bool, type(None)))  # values that need no further check
+_INT, _STR = frozenset((int,)), frozenset((str,))
 _NO_UPDATES = MappingProxyType({})
 _build = Event.checked
 
 __all__ = ["FORMAT", "Checker", "parse_trace"]
 
 
-def parse_trace(data, origin: str = "trace") -> Trace:
-    """Validate a decoded document and build the ``Trace``; ``TraceError`` on the first problem."""
-    checker = Checker(origin)
+def parse_trace(data, origin: str = "trace", *, owned: bool = False) -> Trace:
+    """Validate a decoded document and build the ``Trace``; ``TraceError`` on the first problem.
+    ``owned``: ``data`` was decoded for this call alone, so its maps need no copies."""
+    checker = Checker(origin, owned=owned)
     checker.header(data)
     if "events" not in data:
         raise checker.fail('missing "events": list the events (it may be empty)')
@@ -73,9 +75,10 @@ class Checker:
     events ``set`` when the header declares no ``vars`` (a stream's schema needs them).
     """
 
-    def __init__(self, origin: str = "trace", scan=None):
+    def __init__(self, origin: str = "trace", scan=None, owned: bool = False):
         self.origin = origin
         self.scan = scan
+        self.owned = owned  # the raw events are nobody else's: build Events without copies
         self.lifelines: tuple[str, ...] = ()
         self.known: frozenset[str] = frozenset()  # the lifelines, for a quick membership test
         self.declared: frozenset[str] | None = None
@@ -221,11 +224,9 @@ class Checker:
                 return index, item.get("id")
         return None, None
 
-    def receive(self, index: int, event: Event) -> None:
+    def receive(self, index: int, event: Event, found) -> None:
+        """Word what is wrong with a receive (``found``: its send, if in transit)."""
         msg = event.msg
-        found = self.open.pop(msg, None)
-        if found is not None and found[2] == event.lifeline:
-            return
         if found is None and self.messages.fresh(msg):
             later = next((i for i, item in self._raw(index + 1)  # "sent later" or "never sent"?
                           if item.get("kind") == "send" and item.get("msg") == msg), None)
@@ -267,7 +268,10 @@ class Checker:
             raise self.fail(f"{_head(index, event_id)}: unknown field {key!r}"
                             f"{_suggest(key, _EVENT_FIELDS)} (fields are "
                             f"{', '.join(_EVENT_FIELDS)})", index, event_id)
-        if not self.ids.fresh(event_id, item.get("lifeline")):
+        ids, lifeline = self.ids, item.get("lifeline")
+        counted = (type(lifeline) is str and event_id == ids.expect.get(lifeline)
+                   and not ids.other)
+        if not counted and not ids.fresh(event_id, lifeline):
             first, _ = self._first(index, id=event_id)
             raise self.fail(f"{_head(index, event_id)}: duplicate event id {event_id!r} (also "
                             f"event #{first}); give every event a unique id",
@@ -320,8 +324,9 @@ class Checker:
         if label is not None or guard is not None or outcome is not None:
             self.decision_fields(index, event_id, lifeline, kind, label, guard, outcome)
         vc, time, payload = get("vc"), get("time"), get("payload")
-        if vc is not None:
-            self.clock(vc, _head(index, event_id, lifeline), index, event_id)
+        if vc is not None and not (type(vc) is dict and vc.keys() <= self.known
+                                   and {*map(type, vc.values())} <= _INT and min(vc.values(), default=0) >= 0):
+            self.clock(vc, _head(index, event_id, lifeline), index, event_id)  # raises
         if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
                                  or not math.isfinite(time)):
             raise self.bad(index, event_id, lifeline,
@@ -330,22 +335,39 @@ class Checker:
             self.value(payload, f'{_head(index, event_id, lifeline)}: "payload"', index,
                        event_id)
         if kind == "send":
-            if not self.messages.fresh(msg, lifeline):
+            sent = self.messages
+            if msg == sent.expect[lifeline] and not sent.other:  # Issued.add, inline
+                n = sent.count[lifeline] + 1
+                sent.count[lifeline] = n
+                sent.expect[lifeline] = f"{lifeline}:{n + 1}"
+            elif sent.fresh(msg, lifeline):
+                sent.add(msg, lifeline)
+            else:
                 first, other = self._first(index, kind="send", msg=msg)
                 raise self.bad(index, event_id, lifeline, f"sends message {msg!r}, which event "
                                f"#{first} {other!r} already sends; message ids are unique")
-            self.messages.add(msg, lifeline)
             self.open[msg] = (index, event_id, to)
         elif updates and self.declared is None:
             self.assigned.update(dict.fromkeys(updates))
-        self.ids.add(event_id, lifeline)
+        if counted:  # Issued.add, inline
+            n = ids.count[lifeline] + 1
+            ids.count[lifeline] = n
+            ids.expect[lifeline] = f"{lifeline}.{n + 1}"
+        else:
+            ids.add(event_id, lifeline)
         self.count = index + 1
-        # Copies of the maps, as Event() makes, so a caller's document can change afterwards.
+        # Copies of the maps, as Event() makes, so a caller's document can change afterwards;
+        # a document decoded here has no other owner (``owned``) and is wrapped as it is.
+        if not self.owned:
+            updates = dict(updates) if updates else None
+            vc = None if vc is None else dict(vc)
         event = _build((event_id, lifeline, kind, to, msg,
-                       MappingProxyType(dict(updates)) if updates else _NO_UPDATES, label, guard,
-                       outcome, None if vc is None else MappingProxyType(dict(vc)), time, payload))
+                        MappingProxyType(updates) if updates else _NO_UPDATES, label, guard,
+                        outcome, None if vc is None else MappingProxyType(vc), time, payload))
         if kind == "recv":
-            self.receive(index, event)
+            found = self.open.pop(msg, None)
+            if found is None or found[2] != lifeline:
+                self.receive(index, event, found)  # raises
         return event
 
     def decision_fields(self, index, event_id, lifeline, kind, label, guard, outcome) -> None:
@@ -368,15 +390,14 @@ class Checker:
 
     def plain_store(self, store) -> bool:
         """The usual ``set``: declared names → strings, integers, booleans or null.  Such a
-        store passes ``store`` unchanged; anything else goes there to be checked in full."""
-        if type(store) is not dict:
+        store passes ``store`` unchanged; anything else goes there to be checked in full.
+        Set operations, so the loop over the items runs in C."""
+        if type(store) is not dict or not {*map(type, store.values())} <= _PLAIN_TYPE_SET:
             return False
         declared = self.declared
-        for key, value in store.items():
-            if (type(key) is not str or not key or type(value) not in _PLAIN_TYPES
-                    or (declared is not None and key not in declared)):
-                return False
-        return True
+        if declared is not None:
+            return store.keys() <= declared  # declared names are non-empty strings
+        return {*map(type, store)} <= _STR and "" not in store
 
     def clock(self, vc, head: str, index: int, event_id: str) -> None:
         if vc is None:

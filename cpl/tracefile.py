@@ -83,7 +83,7 @@ def loads_trace(raw: bytes | str, origin: str = "trace", *, msgpack_first: bool 
     if not msgpack_first and _looks_streamed(first, rest.partition(b"\n")[0] or rest[:1]):
         return JsonLines(raw, origin, warn).trace()
     with collector_paused():  # a trace is a million acyclic objects: see collector_paused
-        return parse_trace(_decode(raw, origin, msgpack_first), origin)
+        return parse_trace(_decode(raw, origin, msgpack_first), origin, owned=True)
 
 
 def _decode(raw: bytes, origin: str, msgpack_first: bool):

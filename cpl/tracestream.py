@@ -263,7 +263,7 @@ class JsonLines:
         self.source = source if isinstance(source, (bytes, bytearray)) else Path(source)
         self.origin = origin or str(source)
         self.warn = warn or _warn
-        self.checker = Checker(self.origin, scan=self._raw_events)
+        self.checker = Checker(self.origin, scan=self._raw_events, owned=True)
         self.meta: dict | None = None
         self.cut_off = False
         self._lines: Iterator | None = None
