@@ -26,6 +26,7 @@ from . import ast
 from .codegen import generate_monitor
 from .desugar import Exports, exports
 from .predicates import DEFAULT, Registry
+from .references import references
 
 
 @attrs.frozen
@@ -82,7 +83,15 @@ def compile_guards(guards: Iterable[OwnedFormula], lifelines: Iterable[str], *, 
     unknown = {g.owner for g in guards if g.owner is not None} - set(lifelines)
     if unknown:
         raise ValueError(f"guard owners {sorted(unknown)} are not lifelines {list(lifelines)}")
-    formulas = [g.formula for g in guards]
+    # Equal subformulas of different guards become one object (the first one seen, so a
+    # guard from ``cpl.check`` stays itself): slots are then found by identity.
+    formulas = ast.shared_all(g.formula for g in guards)
+    guards = tuple(OwnedFormula(g.owner, f) for g, f in zip(guards, formulas))
+    read = {r.lifeline for f in formulas for r in references(f, where_read=False)
+            if r.kind != "var"}
+    if read - set(lifelines):
+        raise ValueError(f"guards read lifelines {sorted(read - set(lifelines))} that are not "
+                         f"lifelines {list(lifelines)}")
     if prune:
         table = exports(formulas)
         shipped = tuple(table.get(b, Exports((), ())) for b in lifelines)
@@ -102,26 +111,42 @@ def compile_guards(guards: Iterable[OwnedFormula], lifelines: Iterable[str], *, 
 
 
 def _every_subformula(formulas) -> tuple:
-    return tuple(dict.fromkeys(node for f in formulas for node in ast.walk(f)))
+    distinct: dict = {}
+    stack = list(reversed(formulas))
+    while stack:
+        node = stack.pop()
+        if node not in distinct:
+            distinct[node] = None
+            stack.extend(reversed(ast.children(node)))
+    return tuple(distinct)
 
 
 def _compile_local(lifeline, index, roots, lifelines, shipped, predicates) -> SlotProgram:
     slot_of: dict = {}
     slots: list = []
 
-    def need(node) -> int:
-        """Number ``node``'s slot after those of the subformulas it reads at this lifeline."""
-        if node in slot_of:
-            return slot_of[node]
-        if isinstance(node, ast.At) and node.lifeline == lifeline:
-            slot_of[node] = need(node.body)  # non-strict: @A(θ) at A is θ here
-            return slot_of[node]
-        if not isinstance(node, ast.At):
-            for child in ast.children(node):
-                need(child)
-        slot_of[node] = len(slots)
-        slots.append(node)
-        return slot_of[node]
+    def need(root) -> int:
+        """Number ``root``'s slot after those of the subformulas it reads at this lifeline
+        (iteratively: a primitive formula may be deeper than Python's recursion limit)."""
+        stack = [(root, False)]
+        while stack:
+            node, ready = stack.pop()
+            if node in slot_of:
+                continue
+            if isinstance(node, ast.At) and node.lifeline == lifeline:
+                if node.body in slot_of:  # non-strict: @A(θ) at A is θ here
+                    slot_of[node] = slot_of[node.body]
+                else:
+                    stack += [(node, True), (node.body, False)]
+                continue
+            below = () if isinstance(node, ast.At) else ast.children(node)
+            if not ready and any(child not in slot_of for child in below):
+                stack.append((node, True))
+                stack.extend((child, False) for child in reversed(below))
+                continue
+            slot_of[node] = len(slots)
+            slots.append(node)
+        return slot_of[root]
 
     for root in roots:
         need(root)
