@@ -36,7 +36,7 @@ from cpl.errors import EvaluationError
 from cpl.monitor import Monitor
 from cpl.msc import Event
 from . import actions
-from .local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend
+from .local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend, walk
 from .status import RunFailure
 
 
@@ -294,7 +294,7 @@ class Runner:
         """What each waiting thread waits for, at its source line (for a deadlock report)."""
         found = []
         for thread in self.threads:
-            if thread.want is not None:
+            if thread.want is not None and thread.want[0] == "recv":
                 top = thread.frames[-1]
                 found.append(f"{self.name} {_waiting(top.block[top.pc])}")
         return found
@@ -302,6 +302,18 @@ class Runner:
     def results(self, names) -> dict:
         """The values of ``names`` in the store (unset ones left out)."""
         return {x: self.store[x] for x in names if x in self.store}
+
+
+def expected_messages(program) -> dict:
+    """``(kind, id) -> (sender, names)``: every message ``program``'s lifeline may receive,
+    who sends it and which variables it assigns — what a transport lets through."""
+    found = {}
+    for s in walk(program.body):
+        if isinstance(s, LRecv):
+            found[("m", s.msg)] = (s.frm, s.into)
+        elif isinstance(s, (LBranch, LLoop)) and s.via == "control":
+            found[("c", s.choice)] = (s.owner, ())
+    return found
 
 
 def _want(s, top: Frame) -> tuple:

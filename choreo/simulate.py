@@ -59,6 +59,13 @@ class Simulator:
     def __init__(self, choreography, projection=None):
         self.plan: Plan = prepare(choreography, projection)
 
+    @classmethod
+    def of(cls, plan: Plan) -> "Simulator":
+        """A simulator for an already prepared plan."""
+        simulator = cls.__new__(cls)
+        simulator.plan = plan
+        return simulator
+
     def run(self, *, seed: int = 0, args=(), values: dict | None = None,
             max_steps: int | None = None, timeout: float | None = None,
             record: bool = True, sink: Callable[[Event], None] | None = None) -> RunResult:

@@ -21,8 +21,7 @@ from cpl.errors import TraceError
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
-class UsageError(Exception):
-    """A command line that cannot be carried out as given (exit 2)."""
+from .cli_run import UsageError  # noqa: E402 - one family of usage errors for every command
 
 
 def _schema(path: str | None) -> Schema:
@@ -146,59 +145,6 @@ def cmd_show(args) -> int:
     return EXIT_OK
 
 
-def cmd_run(args) -> int:
-    from choreo import ChoreographyError
-    from choreo.simulate import Simulator
-    from choreo.status import EXIT_CODES
-    from cpl.tracestream import TraceWriter
-    if not args.sim:
-        raise ChoreographyError("only the in-process simulator exists so far: add --sim")
-    simulator = Simulator(_choreography(args))
-    inputs = simulator.plan.inputs(args.arg)
-    writer = None
-    if args.trace:  # checked before the run: an unwritable path must not cost a run
-        try:
-            writer = TraceWriter.open(args.trace, **simulator.plan.header(inputs))
-        except TraceError as error:
-            raise UsageError(f"--trace: {error}") from None
-    # Leaving the block without close() (an error of ours, a second Ctrl-C) still ends
-    # the trace, as failed or interrupted.
-    with writer or contextlib.nullcontext():
-        result = simulator.run(seed=args.seed, values=inputs, max_steps=args.max_steps,
-                               timeout=args.timeout, record=False,
-                               sink=writer.write if writer else None)
-        for lifeline, names in result.expected.items():  # results first, then the trace
-            got = result.results[lifeline]
-            shown = ", ".join(f"{n} = {json.dumps(got[n]) if n in got else '(unset)'}"
-                              for n in names)
-            print(f"{lifeline}: {shown or '(nothing)'}", flush=True)
-        if writer is not None:
-            writer.close(dict(result.trace.meta))
-    if not result.ok:
-        print(f"cpl run: {result.error}" + (f"\n  (trace written to {args.trace})"
-                                             if args.trace else ""), file=sys.stderr)
-    return EXIT_CODES[result.status]
-
-
-def _add_run_command(commands) -> None:
-    run = commands.add_parser("run", help="run a choreography and print each lifeline's result",
-                              description="Run a choreography and print each lifeline's result. "
-                              "--sim runs every lifeline in this process under a seeded "
-                              "scheduler with non-FIFO delivery: the same seed, the same trace.")
-    run.add_argument("choreo", metavar="CHOREO.py")
-    run.add_argument("--name", metavar="NAME", help="which choreography, if several")
-    run.add_argument("--sim", action="store_true", help="simulate in one process")
-    run.add_argument("--seed", type=int, default=0, metavar="N", help="scheduler seed (default 0)")
-    run.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
-                     help="an input of the choreography (repeatable)")
-    run.add_argument("--trace", metavar="OUT.json|OUT.jsonl|OUT.msgpack",
-                     help="write the cpl-msc/1 trace as the run goes (.jsonl: streamed line "
-                     "by line, so a killed run keeps what it did); also when the run fails")
-    run.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long")
-    run.add_argument("--max-steps", type=int, metavar="N", help="stop after N events")
-    run.set_defaults(run=cmd_run)
-
-
 def _add_choreography_commands(commands) -> None:
     for name, run, text in (
             ("validate", cmd_validate, "check a choreography and list its inputs"),
@@ -236,7 +182,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="the online monitor (default) or the literal reference evaluator")
     evaluate.set_defaults(run=cmd_eval)
     _add_choreography_commands(commands)
-    _add_run_command(commands)
+    from .cli_run import add_run_commands
+    add_run_commands(commands)
     return parser
 
 

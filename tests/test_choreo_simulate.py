@@ -181,8 +181,3 @@ def test_cli_run_prints_results_and_writes_the_trace(tmp_path):
     again = cpl("run", ROOT / "examples" / "code_review.py", "--sim", "--seed", "7",
                 "--arg", "rounds=4")
     assert again.stdout == result.stdout
-
-
-def test_cli_run_needs_sim_for_now():
-    result = cpl("run", ROOT / "examples" / "relay.py")
-    assert result.returncode == 2 and "--sim" in result.stderr

@@ -1,0 +1,117 @@
+"""``cpl run`` and ``cpl lifeline``: running a choreography, simulated or over processes.
+
+Both forms open the trace *before* the run (an unwritable ``--trace`` costs
+no run), stream every event into it, print each lifeline's result, and only
+then close the trace with ``meta`` saying how the run ended; the exit code
+follows the run's status (``choreo.status.EXIT_CODES``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+
+from cpl.errors import TraceError
+
+
+class UsageError(Exception):
+    """A command line that cannot be carried out as given (exit 2)."""
+
+
+def cmd_run(args) -> int:
+    from choreo import load_one
+    from choreo.plan import prepare
+    from choreo.status import EXIT_CODES
+    from cpl.tracestream import TraceWriter
+
+    plan = prepare(load_one(args.choreo, args.name))
+    inputs = plan.inputs(args.arg)
+    writer = None
+    if args.trace:  # checked before the run: an unwritable path must not cost a run
+        try:
+            writer = TraceWriter.open(args.trace, **plan.header(inputs))
+        except TraceError as error:
+            raise UsageError(f"--trace: {error}") from None
+    write = writer.write if writer else None
+    # Leaving the block without close() (an error of ours, a second Ctrl-C) still ends
+    # the trace, as failed or interrupted.
+    with writer or contextlib.nullcontext():
+        if args.sim:
+            from choreo.simulate import Simulator
+            result = Simulator.of(plan).run(seed=args.seed, values=inputs,
+                                            max_steps=args.max_steps, timeout=args.timeout,
+                                            record=False, sink=write)
+            meta, results = dict(result.trace.meta), result.results
+        else:
+            from .supervisor import Supervisor
+            supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
+                                    secure=not args.insecure, timeout=args.timeout)
+            meta = supervisor.run(write or (lambda event: None))
+            results = meta.get("results", {})
+        for lifeline in plan.lifelines:  # results first, then the trace
+            names = plan.choreography.results.get(lifeline) or tuple(results.get(lifeline, ()))
+            got = results.get(lifeline, {})
+            shown = ", ".join(f"{n} = {json.dumps(got[n]) if n in got else '(unset)'}"
+                              for n in names)
+            print(f"{lifeline}: {shown or '(nothing)'}", flush=True)
+        if writer is not None:
+            writer.close(meta)
+    if meta["status"] != "ok":
+        print(f"cpl run: {meta.get('error', meta['status'])}"
+              + (f"\n  (trace written to {args.trace})" if args.trace else ""), file=sys.stderr)
+    return EXIT_CODES[meta["status"]]
+
+
+def cmd_lifeline(args) -> int:
+    from .connection import Connection
+    from .lifeline import main
+
+    if args.stdin:
+        connection = Connection.from_json(sys.stdin.readline(), "standard input")
+    elif args.connection:
+        connection = Connection.read(args.connection)
+    else:
+        raise UsageError("give --stdin (started by cpl run) or --connection FILE")
+    if connection.lifeline != args.lifeline:
+        raise UsageError(f"the connection is for {connection.lifeline!r}, not {args.lifeline!r}")
+    if args.join and args.join != connection.supervisor:
+        raise UsageError(f"--join {args.join} differs from the connection's supervisor "
+                         f"{connection.supervisor}")
+    return main(connection, watch_stdin=args.stdin)
+
+
+def add_run_commands(commands) -> None:
+    run = commands.add_parser(
+        "run", help="run a choreography and print each lifeline's result",
+        description="Run a choreography and print each lifeline's result: one OS process per "
+        "lifeline over ZeroMQ (CURVE-encrypted) on this machine, or with --sim every lifeline "
+        "in this process under a seeded scheduler with non-FIFO delivery (the same seed, the "
+        "same trace).")
+    run.add_argument("choreo", metavar="CHOREO.py")
+    run.add_argument("--name", metavar="NAME", help="which choreography, if several")
+    run.add_argument("--sim", action="store_true", help="simulate in one process")
+    run.add_argument("--seed", type=int, default=0, metavar="N",
+                     help="seed of the scheduler and of the actions' rng (default 0)")
+    run.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
+                     help="an input of the choreography (repeatable)")
+    run.add_argument("--trace", metavar="OUT.json|OUT.jsonl|OUT.msgpack",
+                     help="write the cpl-msc/1 trace as the run goes (.jsonl: streamed line "
+                     "by line, so a killed run keeps what it did); also when the run fails")
+    run.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long")
+    run.add_argument("--max-steps", type=int, metavar="N", help="stop after N events (--sim)")
+    run.add_argument("--insecure", action="store_true",
+                     help="no CURVE encryption or authentication between processes (debugging)")
+    run.set_defaults(run=cmd_run)
+
+    lifeline = commands.add_parser(
+        "lifeline", help="run one lifeline of a run (started by cpl run)",
+        description="Run one lifeline of a run whose supervisor listens at ADDRESS. cpl run "
+        "starts these itself; the keys come through standard input or a connection file "
+        "readable by its owner only, never on the command line.")
+    lifeline.add_argument("lifeline", metavar="NAME")
+    lifeline.add_argument("--join", metavar="ADDRESS", help="the supervisor, tcp://HOST:PORT")
+    lifeline.add_argument("--connection", metavar="FILE", help="the connection file")
+    lifeline.add_argument("--stdin", action="store_true",
+                          help="read the connection from standard input and exit when it closes")
+    lifeline.set_defaults(run=cmd_lifeline)

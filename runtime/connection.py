@@ -1,0 +1,131 @@
+"""What a lifeline process needs to join a run, and the CURVE keys that protect it.
+
+The supervisor writes one ``Connection`` per lifeline: the run id, where the
+supervisor listens, where to bind, the choreography and inputs, the event
+log path, and — unless ``--insecure`` — the lifeline's own CURVE key pair,
+the supervisor's public key and every lifeline's public key.  A local child
+reads it from its standard input (a pipe nobody else can read); a lifeline
+on another host reads it from a connection file only its owner can read,
+as Jupyter kernels do.  Secret keys are never on a command line or in the
+environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import attrs
+import zmq
+
+from choreo.errors import ChoreographyError
+
+
+class JoinError(ChoreographyError):
+    """A connection file or stdin blob that cannot be used (exit 2)."""
+
+
+@attrs.frozen
+class Keys:
+    """z85 CURVE keys: this lifeline's pair, the supervisor's and every lifeline's public key."""
+
+    public: str
+    secret: str
+    supervisor: str
+    lifelines: dict = attrs.field(eq=False)  # name -> public key
+
+    @staticmethod
+    def pair() -> tuple[str, str]:
+        public, secret = zmq.curve_keypair()
+        return public.decode("ascii"), secret.decode("ascii")
+
+
+@attrs.frozen
+class Connection:
+    run: str
+    lifeline: str
+    supervisor: str  # tcp://HOST:PORT of the supervisor's control socket
+    host: str  # the address this lifeline binds its inbox on
+    choreography: str  # path of the CHOREO.py
+    name: str | None  # which choreography in it
+    inputs: dict = attrs.field(eq=False)
+    seed: int
+    log: str  # this lifeline's event log (JSON Lines, one event per line)
+    keys: Keys | None  # None: --insecure
+
+    def to_json(self) -> str:
+        return json.dumps(attrs.asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str, origin: str = "connection") -> "Connection":
+        try:
+            data = json.loads(text)
+            keys = data.pop("keys")
+            connection = cls(**data, keys=Keys(**keys) if keys is not None else None)
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            raise JoinError(f"{origin}: not a cpl connection ({error})") from None
+        for field in ("run", "lifeline", "supervisor", "host", "choreography", "log"):
+            if not isinstance(getattr(connection, field), str):
+                raise JoinError(f"{origin}: {field!r} must be text")
+        return connection
+
+    def write(self, path: Path) -> None:
+        """A connection file readable by its owner only (created with mode 0600)."""
+        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(self.to_json())
+
+    @classmethod
+    def read(cls, path: str) -> "Connection":
+        try:
+            status = os.stat(path)
+            if status.st_mode & 0o077:
+                raise JoinError(f"{path}: a connection file holds secret keys and must be "
+                                       f"readable by its owner only (chmod 600 {path})")
+            return cls.from_json(Path(path).read_text(encoding="utf-8"), path)
+        except OSError as error:
+            raise JoinError(f"{path}: cannot read the connection file: "
+                                   f"{error.strerror}") from None
+
+
+def secure_server(socket, keys: Keys | None) -> None:
+    """A socket others connect to: CURVE server with this lifeline's (or supervisor's) pair."""
+    if keys is not None:
+        socket.curve_secretkey = keys.secret.encode("ascii")
+        socket.curve_publickey = keys.public.encode("ascii")
+        socket.curve_server = True
+
+
+def secure_client(socket, keys: Keys | None, server_public: str | None) -> None:
+    """A socket that connects to a CURVE server whose public key is ``server_public``."""
+    if keys is not None:
+        socket.curve_secretkey = keys.secret.encode("ascii")
+        socket.curve_publickey = keys.public.encode("ascii")
+        socket.curve_serverkey = server_public.encode("ascii")
+
+
+class KeyRing:
+    """ZAP credentials: only this run's keys connect, and each is named by its owner,
+    so a frame's ``User-Id`` tells the receiver which lifeline really sent it."""
+
+    def __init__(self, keys: dict[str, str]):
+        self.owner = {public.encode("ascii"): name for name, public in keys.items()}
+
+    def callback(self, domain, key: bytes) -> bool:
+        return key in self.owner
+
+
+def authenticator(context, ring: KeyRing):
+    """Start a ZAP handler on ``context`` that accepts ``ring``'s keys only."""
+    from zmq.auth.thread import ThreadAuthenticator
+    from zmq.utils import z85
+
+    class _Named(ThreadAuthenticator):
+        def curve_user_id(self, client_public_key: bytes) -> str:
+            return ring.owner.get(z85.encode(client_public_key), "?")
+
+    auth = _Named(context)
+    auth.start()
+    auth.configure_curve_callback(domain="*", credentials_provider=ring)
+    return auth

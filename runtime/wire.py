@@ -1,0 +1,141 @@
+"""The one frame layout on the wire between lifeline processes, and its checks.
+
+Every message — user data and projection control alike — is one ZeroMQ frame
+holding a msgpack array::
+
+    [VERSION, run, sender, seq, kind, id, path, values, label, outcome, metadata]
+
+``run`` names the run (a frame from another run is refused), ``seq`` is the
+sender's message number (``f"{sender}:{seq}"`` is the message's id in the
+trace), ``kind``/``id``/``path`` its key (``"m"`` and a send statement's id or
+``"c"`` and a decision's id, and the loop iterations), ``values`` what the
+receive assigns, ``label`` and ``outcome`` (control messages) what the trace
+shows, and ``metadata`` the sender's monitor metadata as
+:class:`cpl.metadata.Metadata` encodes it.
+
+A receiver checks everything before the Runner sees a frame
+(:class:`Inbound`): the size, the layout and types, the version and run, a
+sender it knows that may send this message to it, a sequence number it has
+not seen, values of the variables that message assigns and nothing else,
+and a clock that neither goes backwards nor claims more of the receiver's
+own events than it has taken.  A frame that fails is counted by reason and
+dropped; nothing in it reaches the run.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import msgpack
+
+from cpl.metadata import Metadata, MetadataError
+from cpl.tracecodec import value_problem
+
+VERSION = 1
+MAX_FRAME = 1 << 20  # bytes; also the receiving socket's ZMQ_MAXMSGSIZE
+_FIELDS = 11
+
+
+class FrameRejected(ValueError):
+    """A frame that must not reach the run; ``reason`` is a short tag for counting."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+
+
+def encode(run: str, message, seq: int) -> bytes:
+    """The frame of a ``choreo.machine.Message`` sent as the sender's ``seq``-th message."""
+    kind, ident, path = message.key
+    return msgpack.packb(
+        (VERSION, run, message.sender, seq, kind, ident, path, message.values, message.label,
+         message.outcome, message.metadata.encode()), use_bin_type=True)
+
+
+class Inbound:
+    """The checks one receiving lifeline applies to every frame, and what it refused.
+
+    ``expects`` maps a message key's ``(kind, id)`` to ``(sender, names)``: who may
+    send it to this lifeline and which variables it assigns (from the projection).
+    """
+
+    def __init__(self, run: str, me: str, lifelines, expects: dict, clock_entries: int):
+        self.run, self.me = run, me
+        self.lifelines = tuple(lifelines)
+        self.index = {name: i for i, name in enumerate(self.lifelines)}
+        self.expects = expects
+        self.entries = clock_entries  # how many clock entries the metadata carries
+        self.last_seq: dict[str, int] = {}
+        self.last_clock: dict[str, int] = {}
+        self.rejected: collections.Counter = collections.Counter()
+
+    def check(self, frame: bytes, taken: int):
+        """The ``Message`` fields of a valid frame, or ``FrameRejected``; ``taken`` is how
+        many events this lifeline has taken (no sender can have seen more of them)."""
+        try:
+            return self._check(frame, taken)
+        except FrameRejected as rejected:
+            self.rejected[rejected.reason] += 1
+            raise
+
+    def _check(self, frame: bytes, taken: int):
+        if len(frame) > MAX_FRAME:
+            raise FrameRejected("oversized", f"{len(frame)} bytes (at most {MAX_FRAME})")
+        try:
+            fields = msgpack.unpackb(frame, raw=False, use_list=True, strict_map_key=True)
+        except Exception as error:  # msgpack raises many unrelated types
+            raise FrameRejected("undecodable", f"not a msgpack frame ({error})") from None
+        if not isinstance(fields, list) or len(fields) != _FIELDS:
+            raise FrameRejected("layout", f"expected an array of {_FIELDS} fields")
+        version, run, sender, seq, kind, ident, path, values, label, outcome, meta = fields
+        if version != VERSION:
+            raise FrameRejected("version", f"version {version!r}, this run speaks {VERSION}")
+        if run != self.run:
+            raise FrameRejected("run", f"from run {run!r}, not this run")
+        if not isinstance(sender, str) or sender not in self.index or sender == self.me:
+            raise FrameRejected("sender", f"unknown sender {sender!r}")
+        if type(seq) is not int or seq <= self.last_seq.get(sender, 0):
+            raise FrameRejected("replayed", f"sequence number {seq!r} from {sender} is not "
+                                f"above {self.last_seq.get(sender, 0)}")
+        expected = self.expects.get((kind, ident)) if isinstance(ident, int) else None
+        if expected is None or expected[0] != sender:
+            raise FrameRejected("unexpected", f"{sender} sends no message {kind!r} {ident!r} "
+                                f"to {self.me}")
+        if not (isinstance(path, list) and all(type(k) is int and k >= 0 for k in path)):
+            raise FrameRejected("layout", f"loop path {path!r} is not a list of counts")
+        if not isinstance(values, dict) or set(values) != set(expected[1]):
+            raise FrameRejected("values", f"values {_names(values)} instead of "
+                                f"{list(expected[1])}")
+        problem = value_problem(values)
+        if problem:
+            raise FrameRejected("values", f"the values {problem}")
+        if not isinstance(label, str) or (kind == "c") != isinstance(outcome, bool) \
+                or (kind == "m" and outcome is not None):
+            raise FrameRejected("layout", "label or outcome of the wrong type")
+        if not isinstance(meta, bytes):
+            raise FrameRejected("metadata", "metadata is not a byte string")
+        try:
+            metadata = Metadata.decode(meta, self.entries)
+        except MetadataError as error:
+            raise FrameRejected("metadata", str(error)) from None
+        self._check_clock(sender, metadata.vc, taken)
+        self.last_seq[sender] = seq
+        return (kind, ident, tuple(path)), sender, values, metadata, label, outcome, \
+            f"{sender}:{seq}"
+
+    def _check_clock(self, sender: str, vc, taken: int) -> None:
+        """The sender's own entry grows with every message; nobody saw more of my events
+        than I took.  (Entries of lifelines the metadata leaves out are not checked.)"""
+        if len(vc) != len(self.lifelines):
+            return
+        own = vc[self.index[sender]]
+        if own <= self.last_clock.get(sender, 0):
+            raise FrameRejected("clock", f"{sender}'s clock went back to {own}")
+        if vc[self.index[self.me]] > taken:
+            raise FrameRejected("clock", f"the clock claims {vc[self.index[self.me]]} events "
+                                f"of {self.me}, which has taken {taken}")
+        self.last_clock[sender] = own
+
+
+def _names(values) -> str:
+    return repr(sorted(map(str, values))[:8]) if isinstance(values, dict) else repr(type(values))
