@@ -11,15 +11,15 @@ problem at the user's file and line (see ``Choreography.problems``).
 
 from __future__ import annotations
 
-import difflib
 from typing import Any, Iterable
 
 import cpl
+from cpl.names import did_you_mean
+from cpl.parser import KEYWORDS
 from . import model
 from .errors import ChoreographyError, Where, caller
 from .model import Input, Lifeline, SymbolSet, Var
 
-KEYWORDS = frozenset("S Y P O H true false null and or not since Seen".split())
 _REQUIRED = object()
 
 
@@ -136,7 +136,7 @@ class Declarations:
         if not isinstance(name, str):
             raise ChoreographyError(f"{context}: expected a lifeline, got {value!r}", where)
         if name not in self.lifeline_names:
-            self._problem(f"unknown lifeline '{name}' in {context}" + _suggest(name,
+            self._problem(f"unknown lifeline '{name}' in {context}" + did_you_mean(name,
                           self.lifeline_names), where, "unknown-lifeline",
                           f"  hint: known lifelines: {', '.join(self.lifeline_names) or '(none)'}")
             return None
@@ -154,12 +154,7 @@ class Declarations:
                 raise ChoreographyError(f"{context}: expected a variable, got {value!r}", where)
             if name not in self.variables:
                 self._problem(f"unknown variable '{name}' in {context}"
-                              + _suggest(name, self.variables), where, "unknown-variable",
+                              + did_you_mean(name, self.variables), where, "unknown-variable",
                               "  fix: declare it with c.var(...) before using it")
             names.append(name)
         return tuple(names)
-
-
-def _suggest(name: str, known) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""

@@ -94,7 +94,7 @@ class _Resolver:
     def lifeline(self, node, name: str) -> None:
         known = self.schema.lifelines
         if known is not None and name not in known:
-            raise self.fail(node, f"unknown lifeline '{name}'" + _did_you_mean(name, known),
+            raise self.fail(node, f"unknown lifeline '{name}'" + did_you_mean(name, known),
                             hint=f"known lifelines: {', '.join(known) or '(none)'}", word=name)
 
     def formula(self, node):
@@ -103,19 +103,15 @@ class _Resolver:
             self.lifeline(node, node.lifeline)
         if kind is ast.Pred:
             self.predicate(node)
-            return attrs.evolve(node, args=tuple(self.term(a) for a in node.args))
-        if kind is ast.Compare:
-            return attrs.evolve(node, left=self.term(node.left), right=self.term(node.right))
-        if kind is ast.Truth:
-            return attrs.evolve(node, term=self.term(node.term))
-        fields = [f for f in ("left", "right", "body") if hasattr(node, f)]
-        return attrs.evolve(node, **{f: self.formula(getattr(node, f)) for f in fields})
+        if kind in ast.ATOMS:
+            return ast.rebuild(node, new_terms=[self.term(t) for t in ast.terms(node)])
+        return ast.map_children(node, self.formula)
 
     def predicate(self, node: ast.Pred) -> None:
         entry = self.schema.predicates.get(node.name)
         if entry is None:
             raise self.fail(node, f"unknown predicate '{node.name}'"
-                            + _did_you_mean(node.name, self.schema.predicates.names()),
+                            + did_you_mean(node.name, self.schema.predicates.names()),
                             hint=f"known predicates: {', '.join(self.schema.predicates.names())}",
                             word=node.name)
         if entry.arity != len(node.args):
@@ -129,7 +125,7 @@ class _Resolver:
             self.lifeline(term, term.lifeline)
             if variables is not None and term.name not in variables:
                 raise self.fail(term, f"unknown variable '{term.name}' in @{term.lifeline}."
-                                      f"{term.name}" + _did_you_mean(term.name, variables),
+                                      f"{term.name}" + did_you_mean(term.name, variables),
                                 word="." + term.name)
             return term
         if not isinstance(term, (ast.Var, ast.Symbol)) or variables is None:
@@ -140,12 +136,19 @@ class _Resolver:
         if symbols is None or term.name in symbols:
             return ast.Symbol(term.name, span=term.span)
         raise self.fail(term, f"unknown name '{term.name}': neither a declared variable nor a symbol"
-                              + _did_you_mean(term.name, variables | symbols))
+                              + did_you_mean(term.name, variables | symbols))
 
 
-def _did_you_mean(name: str, candidates) -> str:
-    close = difflib.get_close_matches(name, sorted(candidates), n=1, cutoff=0.6)
+def did_you_mean(name, candidates) -> str:
+    """``"; did you mean 'X'?"`` for the closest candidate to a mistyped name, else "".
+
+    The one suggester of the project (guards, traces, choreographies, inputs):
+    close spellings first, then the same name in another case.
+    """
+    name = str(name)
+    known = sorted(str(c) for c in candidates)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     if not close:
-        lowered = {c.lower(): c for c in candidates}
+        lowered = {c.lower(): c for c in known}
         close = [lowered[name.lower()]] if name.lower() in lowered else []
     return f"; did you mean '{close[0]}'?" if close else ""

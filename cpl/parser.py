@@ -15,7 +15,9 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedTok
 from . import ast
 from .errors import GuardError
 
-_KEYWORDS = {"S", "SINCE", "Y", "P", "O", "H", "SEEN", "TRUE", "FALSE", "NULL", "AND", "OR", "NOT"}
+# The words of the grammar that cannot name a variable or a lifeline (cpl.md,
+# Syntax): the one list, also used to check choreography declarations.
+KEYWORDS = frozenset("S Y P O H true false null and or not since Seen".split())
 _WORDS = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string",
           "COMPARE": "a comparison operator", "$END": "the end of the guard"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
@@ -238,7 +240,7 @@ def _explain(text: str, error: UnexpectedInput) -> GuardError:
     if opened is not None:
         hint = f"the '(' at line {opened.line}, column {opened.column} is still open"
 
-    keyword = token.type in _KEYWORDS and "NAME" in expected
+    keyword = str(token) in KEYWORDS and token.type != "NAME" and "NAME" in expected
     if keyword:
         hint = f"'{token}' is a keyword and cannot be used as a name"
     if before and before[-1].type == "AT":
