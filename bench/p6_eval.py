@@ -8,7 +8,10 @@ into a temporary directory.  Two measurements:
   minus the interpreter's start-up (``python -c pass``), also timed here,
   both as the child's CPU time (user + system);
 * the CLI's fixed cost: the same command on a one-event trace (imports,
-  building the guard parser).
+  building the guard parser);
+* the same trace as a ``.jsonl`` stream (what ``cpl run --trace`` writes): the CLI
+  checks and evaluates it one event at a time; and the peak RSS of ``cpl eval`` on
+  the document and on the stream, each in a fresh parent (``_PEAK_RSS``).
 
 The breakdown rows (load alone, evaluate alone) say where the time goes.
 """
@@ -28,6 +31,17 @@ import workloads as w
 from timing import Row, child_cpu_seconds, cpu_seconds, interleaved, median
 
 GUARD = w.GUARD_FULL
+
+# Runs a command and prints the peak RSS (KiB on Linux) of the command alone.
+_PEAK_RSS = ("import resource, subprocess, sys; "
+             "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def peak_rss_mib(command: list[str]) -> float:
+    out = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], check=True,
+                         capture_output=True, text=True).stdout
+    return int(out.split()[-1]) / 1024
 
 
 def cli_command() -> list[str]:
@@ -51,7 +65,11 @@ def run(quick: bool = False) -> list[Row]:
     n, repeats = (5_000, 1) if quick else (200_000, 5)
     with tempfile.TemporaryDirectory() as directory:
         path = os.path.join(directory, "trace.json")
-        dump_trace(w.mixed_trace(n), path)
+        trace = w.mixed_trace(n)
+        dump_trace(trace, path)
+        stream = os.path.join(directory, "trace.jsonl")
+        dump_trace(trace, stream)
+        del trace
         size = os.path.getsize(path)
         tiny = os.path.join(directory, "one.json")
         dump_trace(w.mixed_trace(1), tiny)
@@ -74,11 +92,16 @@ def run(quick: bool = False) -> list[Row]:
                                                                 "--format", "jsonl"]),
             "fixed": lambda: _subprocess_seconds(cli_command() + ["eval", tiny, GUARD,
                                                                   "--format", "jsonl"]),
+            "stream": lambda: _subprocess_seconds(cli_command() + ["eval", stream, GUARD,
+                                                                   "--format", "jsonl"]),
             "startup": lambda: _subprocess_seconds([sys.executable, "-c", "pass"]),
         }, repeats)
         del loaded
+        rss = {name: peak_rss_mib(cli_command() + ["eval", file, GUARD, "--format", "jsonl"])
+               for name, file in (("document", path), ("stream", stream))}
     cli_net = [c - s for c, s in zip(runs["cli"], runs["startup"])]
     fixed_net = [c - s for c, s in zip(runs["fixed"], runs["startup"])]
+    stream_net = [c - s for c, s in zip(runs["stream"], runs["startup"])]
     base = median(runs["json"])
     json_row = f"json.load ({size / 1e6:.1f} MB)"
     return [
@@ -98,4 +121,9 @@ def run(quick: bool = False) -> list[Row]:
             median(fixed_net), "s", fixed_net),
         Row("P6", "  interpreter start-up (`python -c pass`)", median(runs["startup"]), "s",
             runs["startup"]),
+        Row("P6", "CLI `cpl eval` on the same trace as .jsonl, minus start-up",
+            median(stream_net), "s", stream_net, baseline=json_row, baseline_value=base),
+        Row("P6", "peak RSS, `cpl eval` of the JSON document", rss["document"], "MiB"),
+        Row("P6", "peak RSS, `cpl eval` of the .jsonl stream", rss["stream"], "MiB",
+            baseline="the JSON document", baseline_value=rss["document"]),
     ]

@@ -268,10 +268,10 @@ class Checker:
             raise self.fail(f"{_head(index, event_id)}: unknown field {key!r}"
                             f"{_suggest(key, _EVENT_FIELDS)} (fields are "
                             f"{', '.join(_EVENT_FIELDS)})", index, event_id)
-        ids, lifeline = self.ids, item.get("lifeline")
-        counted = (type(lifeline) is str and event_id == ids.expect.get(lifeline)
-                   and not ids.other)
-        if not counted and not ids.fresh(event_id, lifeline):
+        ids, lifeline = self.ids, item.get("lifeline")  # Issued.fresh, inline
+        counted = type(lifeline) is str and event_id == ids.expect.get(lifeline)
+        if (event_id in ids.other
+                or (not counted and ids.used and not ids.fresh(event_id))):
             first, _ = self._first(index, id=event_id)
             raise self.fail(f"{_head(index, event_id)}: duplicate event id {event_id!r} (also "
                             f"event #{first}); give every event a unique id",
@@ -336,11 +336,7 @@ class Checker:
                        event_id)
         if kind == "send":
             sent = self.messages
-            if msg == sent.expect[lifeline] and not sent.other:  # Issued.add, inline
-                n = sent.count[lifeline] + 1
-                sent.count[lifeline] = n
-                sent.expect[lifeline] = f"{lifeline}:{n + 1}"
-            elif sent.fresh(msg, lifeline):
+            if sent.fresh(msg, lifeline):
                 sent.add(msg, lifeline)
             else:
                 first, other = self._first(index, kind="send", msg=msg)
@@ -350,11 +346,12 @@ class Checker:
         elif updates and self.declared is None:
             self.assigned.update(dict.fromkeys(updates))
         if counted:  # Issued.add, inline
+            ids.used = True
             n = ids.count[lifeline] + 1
             ids.count[lifeline] = n
             ids.expect[lifeline] = f"{lifeline}.{n + 1}"
         else:
-            ids.add(event_id, lifeline)
+            ids.other.add(event_id)
         self.count = index + 1
         # Copies of the maps, as Event() makes, so a caller's document can change afterwards;
         # a document decoded here has no other owner (``owned``) and is wrapped as it is.

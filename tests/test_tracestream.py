@@ -422,3 +422,24 @@ def test_cpl_eval_stream_memory_does_not_grow_with_the_run(tmp_path):
         return int(result.stderr.strip().splitlines()[-1])
     small, large = peak_kb(3_000), peak_kb(90_000)  # 4,000 vs 120,000 events
     assert large - small < 12_000, (small, large)  # a whole Trace of 120,000 events: > 60 MB
+
+
+@pytest.mark.parametrize("ids, duplicate", [
+    (["A.1", "A.2", "B.1", "A.3"], None),
+    (["B.1", "B.1"], 1),                        # used on A first, then B's counter name
+    (["A.1", "A.2", "B.1", "A.2"], 3),          # a counter name again, on another lifeline
+    (["A.1", "B.A.1"], None),
+    (["A.01", "A.1", "A.2"], None),             # "A.01" is not counter n = 1
+    (["A.1", "B.3", "A.2", "A.3", "B.1", "A.2"], 5),
+    (["x", "A.1", "x"], 2),
+])
+def test_ids_kept_as_counters_are_still_unique(ids, duplicate):
+    lanes = ["A", "B"]
+    events = [{"id": i, "lifeline": lanes[n % 2] if not i.startswith("A.") else "A",
+               "kind": "act"} for n, i in enumerate(ids)]
+    data = {"format": "cpl-msc/1", "lifelines": lanes, "events": events}
+    if duplicate is None:
+        assert [e.id for e in parse_trace(data).events] == ids
+    else:
+        with pytest.raises(TraceError, match=f"event #{duplicate} .*duplicate event id"):
+            parse_trace(data)
