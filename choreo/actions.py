@@ -14,8 +14,11 @@ lifeline, the event and the line of the action that failed.
 
 from __future__ import annotations
 
+import asyncio
 import os
+import time
 import traceback
+from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 
 from cpl.tracecodec import value_problem
@@ -98,3 +101,57 @@ def _raised_at(s: LAct, error: BaseException) -> Where | None:
         if os.path.abspath(frame.filename) == own:
             found = Where(frame.filename, frame.lineno)
     return found
+
+
+# ------------------------------------------------- awaiting for a driver
+
+
+class DeadlinePassed(BaseException):
+    """--timeout ran out while an action was awaited (not an action failure)."""
+
+
+async def bounded(awaitable, deadline: float | None):
+    if deadline is None:
+        return await awaitable
+    try:
+        return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
+    except asyncio.TimeoutError:
+        raise DeadlinePassed from None
+
+
+class Awaiter:
+    """Awaits for a synchronous caller: on a loop of the run's own, created on first use —
+    in a worker thread if this thread already runs a loop (a notebook, an async app)."""
+
+    def __init__(self):
+        self._runner: asyncio.Runner | None = None
+        self._worker: ThreadPoolExecutor | None = None
+
+    def __enter__(self):
+        return self
+
+    def __call__(self, awaitable, deadline):
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+            if _loop_running():
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="cpl-actions")
+        coroutine = bounded(awaitable, deadline)
+        if self._worker is None:
+            return self._runner.run(coroutine)
+        return self._worker.submit(self._runner.run, coroutine).result()
+
+    def __exit__(self, *exc):
+        if self._runner is not None:
+            if self._worker is None:
+                self._runner.close()
+            else:
+                self._worker.submit(self._runner.close).result()
+                self._worker.shutdown()
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+        return True
+    except RuntimeError:
+        return False

@@ -23,12 +23,12 @@ import asyncio
 import inspect
 import random
 import time
-from concurrent.futures import ThreadPoolExecutor
 from typing import Callable
 
 import attrs
 
 from cpl.msc import Event, Trace
+from .actions import Awaiter, DeadlinePassed, bounded
 from .machine import calls
 from .plan import Plan, prepare
 from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure
@@ -77,7 +77,7 @@ class Simulator:
         run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink)
         deadline = None if timeout is None else time.monotonic() + timeout
         steps = run.steps(max_steps, deadline, timeout)
-        with _Awaiter() as wait:
+        with Awaiter() as wait:
             return run.result(*_drive(steps, lambda pending: wait(pending, deadline)))
 
     async def run_async(self, *, seed: int = 0, args=(), values: dict | None = None,
@@ -92,7 +92,7 @@ class Simulator:
         try:
             while True:
                 try:
-                    value = await _bounded(pending, deadline)
+                    value = await bounded(pending, deadline)
                 except asyncio.CancelledError:
                     steps.close()
                     raise
@@ -102,19 +102,6 @@ class Simulator:
                     pending = steps.send(value)
         except StopIteration as stop:
             return run.result(*stop.value)
-
-
-class _DeadlinePassed(BaseException):
-    """--timeout ran out while an action was awaited (not an action failure)."""
-
-
-async def _bounded(awaitable, deadline: float | None):
-    if deadline is None:
-        return await awaitable
-    try:
-        return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
-    except asyncio.TimeoutError:
-        raise _DeadlinePassed from None
 
 
 def _drive(steps, wait) -> tuple:
@@ -130,44 +117,6 @@ def _drive(steps, wait) -> tuple:
                 pending = steps.send(value)
     except StopIteration as stop:
         return stop.value
-
-
-class _Awaiter:
-    """Awaits for a synchronous caller: on a loop of the run's own, created on first use —
-    in a worker thread if this thread already runs a loop (a notebook, an async app)."""
-
-    def __init__(self):
-        self._runner: asyncio.Runner | None = None
-        self._worker: ThreadPoolExecutor | None = None
-
-    def __enter__(self):
-        return self
-
-    def __call__(self, awaitable, deadline):
-        if self._runner is None:
-            self._runner = asyncio.Runner()
-            if _loop_running():
-                self._worker = ThreadPoolExecutor(1, thread_name_prefix="cpl-actions")
-        coroutine = _bounded(awaitable, deadline)
-        if self._worker is None:
-            return self._runner.run(coroutine)
-        return self._worker.submit(self._runner.run, coroutine).result()
-
-    def __exit__(self, *exc):
-        if self._runner is not None:
-            if self._worker is None:
-                self._runner.close()
-            else:
-                self._worker.submit(self._runner.close).result()
-                self._worker.shutdown()
-
-
-def _loop_running() -> bool:
-    try:
-        asyncio.get_running_loop()
-        return True
-    except RuntimeError:
-        return False
 
 
 class _Simulation:
@@ -205,7 +154,7 @@ class _Simulation:
                     status, error = LIMIT, f"stopped after {steps} steps (--max-steps)"
                     break
                 if deadline is not None and steps % 256 == 0 and time.monotonic() > deadline:
-                    raise _DeadlinePassed
+                    raise DeadlinePassed
                 option = options[int(draw() * len(options))]
                 runner, value = option[0], None
                 if calls(option):
@@ -226,7 +175,7 @@ class _Simulation:
                 steps += 1
         except RunFailure as failure:
             status, error = FAILED, failure.render()
-        except _DeadlinePassed:
+        except DeadlinePassed:
             status, error = TIMEOUT, f"stopped after {timeout:g} s (--timeout)"
         except KeyboardInterrupt:
             status, error = INTERRUPTED, "interrupted"

@@ -13,27 +13,28 @@ default) the inbox accepts only this run's keys and the ZAP handler names
 each frame's real sender, which must match the frame's ``sender``.
 
 Every event is appended to this lifeline's log as it happens (one JSON line,
-written through to the operating system before any message that makes it
+one ``write`` to the operating system, before any message that makes it
 visible leaves), so a crash or ``kill -9`` loses nothing already done; the
-supervisor merges the logs into the run's trace.
+supervisor merges the logs into the run's trace.  The loop is synchronous:
+an async action is awaited on a loop of the process's own (``Awaiter``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import os
 import random
+import signal
 import sys
 import threading
 import time
 
 import msgpack
 import zmq
-import zmq.asyncio
 
 from choreo import load_one
+from choreo.actions import Awaiter
 from choreo.machine import Message, calls, expected_messages
 from choreo.plan import prepare
 from choreo.status import RunFailure
@@ -41,35 +42,33 @@ from .connection import Connection, KeyRing, authenticator, secure_client, secur
 from .wire import MAX_FRAME, FrameRejected, Inbound, encode
 
 BEAT = 0.5  # seconds between heartbeats
+IDLE = 0.05  # seconds of idleness before the supervisor is told (deadlock detection)
 SUPERVISOR_SILENCE = 10.0  # seconds without a word from the supervisor: it is gone
 
 
 class EventLog:
-    """This lifeline's events, one JSON line each, written through as they happen."""
+    """This lifeline's events, one JSON line each, handed to the operating system as each
+    happens (one ``write`` a line, no buffer of ours): a killed process loses nothing."""
 
     def __init__(self, path: str):
-        self._handle = open(path, "w", encoding="utf-8", buffering=1 << 16)
-        self._pending = 0
+        self._descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
+                                   0o600)
 
     def write(self, event) -> None:
         data = event.to_dict()
         data["time"] = round(time.time(), 6)  # the merge orders concurrent events by it
-        self._handle.write(json.dumps(data, ensure_ascii=False, allow_nan=False) + "\n")
-        self._pending += 1
-
-    def flush(self) -> None:
-        """To the operating system: survives the process, not the machine."""
-        if self._pending:
-            self._handle.flush()
-            self._pending = 0
+        os.write(self._descriptor, (json.dumps(data, ensure_ascii=False, allow_nan=False)
+                                    + "\n").encode("utf-8"))
 
     def close(self) -> None:
-        self.flush()
-        self._handle.close()
+        os.close(self._descriptor)
 
 
 def send_control(socket, **fields) -> None:
-    socket.send(msgpack.packb(fields, use_bin_type=True), zmq.NOBLOCK)
+    try:
+        socket.send(msgpack.packb(fields, use_bin_type=True), zmq.NOBLOCK)
+    except zmq.Again:
+        pass  # the supervisor is slow or gone; the next report says it again
 
 
 class Lifeline:
@@ -89,12 +88,12 @@ class Lifeline:
         self.status, self.error = "running", None
         self.last_word = time.monotonic()  # the supervisor's latest frame
         self.log = EventLog(connection.log)
+        self.wait = None  # the Awaiter of async actions, while serving
 
-    async def serve(self) -> int:
-        sync_context = zmq.Context()
-        context = zmq.asyncio.Context.shadow(sync_context)
+    def serve(self) -> int:
+        context = zmq.Context()
         keys = self.c.keys
-        auth = authenticator(sync_context, KeyRing(keys.lifelines)) if keys else None
+        auth = authenticator(context, KeyRing(keys.lifelines)) if keys else None
         sockets = []
 
         def socket(kind):
@@ -102,6 +101,7 @@ class Lifeline:
             made.linger = 0
             sockets.append(made)
             return made
+        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
         try:
             inbox = socket(zmq.PULL)
             secure_server(inbox, keys)
@@ -112,7 +112,7 @@ class Lifeline:
             secure_client(control, keys, keys.supervisor if keys else None)
             control.connect(self.c.supervisor)
             send_control(control, t="hello", endpoint=f"tcp://{self.c.host}:{port}")
-            endpoints = await self._await_start(control)
+            endpoints = self._await_start(control)
             if endpoints is None:
                 return 1
             outboxes = {}
@@ -121,9 +121,10 @@ class Lifeline:
                     outboxes[peer] = socket(zmq.PUSH)
                     secure_client(outboxes[peer], keys, keys.lifelines[peer] if keys else None)
                     outboxes[peer].connect(endpoint)
-            beats = _Heartbeat(sync_context, self.c)
+            beats = _Heartbeat(context, self.c)
             try:
-                await self._run(inbox, control, outboxes)
+                with Awaiter() as self.wait:
+                    self._run(inbox, control, outboxes)
             finally:
                 beats.stop()
             return 0
@@ -133,23 +134,24 @@ class Lifeline:
                 made.close(0)
             if auth is not None:
                 auth.stop()
-            sync_context.term()
+            context.term()
 
-    async def _await_start(self, control):
-        while True:
-            if await control.poll(int(SUPERVISOR_SILENCE * 1000)) == 0:
+    def _await_start(self, control):
+        while not self.stopping:
+            if control.poll(int(SUPERVISOR_SILENCE * 1000)) == 0:
                 print(f"cpl lifeline {self.c.lifeline}: no answer from the supervisor at "
                       f"{self.c.supervisor}", file=sys.stderr)
                 return None
-            order = msgpack.unpackb(await control.recv(), raw=False)
-            if order.get("t") == "start":
+            order = _order(control.recv())
+            if order.get("t") == "start" and isinstance(order.get("endpoints"), dict):
                 return order["endpoints"]
             if order.get("t") == "stop":
                 return None
+        return None
 
-    async def _run(self, inbox, control, outboxes) -> None:
+    def _run(self, inbox, control, outboxes) -> None:
         runner, reported = self.runner, None
-        poller = zmq.asyncio.Poller()
+        poller = zmq.Poller()
         poller.register(inbox, zmq.POLLIN)
         poller.register(control, zmq.POLLIN)
         while not self.stopping:
@@ -158,20 +160,23 @@ class Lifeline:
                 break
             options = runner.enabled() if self.status == "running" else []
             if options:
-                await self._take(options, outboxes)
+                self._take(options, inbox, control, outboxes)
                 continue
-            self.log.flush()
             if self.status == "running" and runner.done:
                 self.status = "ok"
             state = ("idle" if self.status == "running" else "end", runner.sent, self.received)
-            if state != reported:
-                self._report(control, state[0])
+            if state[0] == "end" and state != reported:
+                self._report(control, "end")
                 reported = state
             if time.monotonic() - self.last_word > SUPERVISOR_SILENCE:
                 return  # the supervisor is gone: nobody will merge or stop us
-            await poller.poll(int(BEAT * 1000))
+            # Idle: say so only if it lasts, so a busy run sends no reports at all.
+            quiet = IDLE if state != reported else BEAT
+            if not poller.poll(int(quiet * 1000)) and state != reported:
+                self._report(control, state[0])
+                reported = state
 
-    async def _take(self, options, outboxes) -> None:
+    def _take(self, options, inbox, control, outboxes) -> None:
         runner = self.runner
         option = options[self.schedule.randrange(len(options))] if len(options) > 1 else options[0]
         try:
@@ -180,43 +185,41 @@ class Lifeline:
                 value = runner.start(option)
                 if inspect.isawaitable(value):
                     try:
-                        value = await value
+                        value = self.wait(value, None)
                     except (Exception, SystemExit) as failure:
                         raise runner.action_failed(option, failure) from None
             event, message = runner.fire(option, value)
         except RunFailure as failure:
             self.status, self.error = "failed", failure.render()
             return
-        self.log.write(event)
+        self.log.write(event)  # on disk before anyone can see its message
         if message is not None:
-            self.log.flush()  # the send is on disk before anyone can see its message
-            await outboxes[message.receiver].send(encode(self.c.run, message, runner.sent))
+            frame = encode(self.c.run, message, runner.sent)
+            outbox = outboxes[message.receiver]
+            while not self.stopping:
+                try:
+                    outbox.send(frame, zmq.NOBLOCK)
+                    return
+                except zmq.Again:  # the peer's queue is full: keep taking ours meanwhile
+                    self._drain(inbox, control)
+                    outbox.poll(100, zmq.POLLOUT)
 
     def _drain(self, inbox, control) -> None:
         """Take every frame waiting now: messages into the Runner's inbox, orders from the
         supervisor.  Frames that fail the checks are counted and dropped."""
-        while True:
-            try:
-                frame = inbox.recv(zmq.NOBLOCK, copy=False).result()
-            except zmq.Again:
-                break
-            self._accept(frame)
-        while True:
-            try:
-                order = msgpack.unpackb(control.recv(zmq.NOBLOCK).result(), raw=False)
-            except zmq.Again:
-                break
-            except Exception:  # noqa: BLE001 - only the supervisor talks here (CURVE)
-                continue
+        # Asking ZMQ_EVENTS costs a fifth of a failed non-blocking recv (an exception).
+        while inbox.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            self._accept(inbox.recv(copy=False))
+        while control.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+            order = _order(control.recv())
             self.last_word = time.monotonic()
-            kind = order.get("t") if isinstance(order, dict) else None
+            kind = order.get("t")
             if kind == "stop":
                 self.stopping = True
             elif kind == "probe":
-                self._report(control, "idle" if not self.runner.enabled() and
-                             self.status == "running" else
-                             "end" if self.status != "running" else "busy",
-                             probe=order.get("n"))
+                busy = self.status == "running" and self.runner.enabled()
+                self._report(control, "busy" if busy else "idle" if self.status == "running"
+                             else "end", probe=order.get("n"))
 
     def _accept(self, frame) -> None:
         try:
@@ -240,6 +243,15 @@ class Lifeline:
                      sent=self.runner.sent, received=self.received, taken=self.runner.taken,
                      results=results, waiting=self.runner.waiting(),
                      rejected=dict(self.inbound.rejected), probe=probe)
+
+
+def _order(frame: bytes) -> dict:
+    """A control frame from the supervisor (CURVE-authenticated) as a dict; {} if not one."""
+    try:
+        order = msgpack.unpackb(frame, raw=False)
+    except Exception:  # noqa: BLE001 - msgpack raises several unrelated types
+        return {}
+    return order if isinstance(order, dict) else {}
 
 
 class _Heartbeat:
@@ -274,7 +286,7 @@ def main(connection: Connection, watch_stdin: bool) -> int:
     pipe) ends the process: a supervisor killed with -9 leaves no lifeline behind."""
     if watch_stdin:
         threading.Thread(target=_exit_on_eof, name="cpl-parent", daemon=True).start()
-    return asyncio.run(Lifeline(connection).serve())
+    return Lifeline(connection).serve()
 
 
 def _exit_on_eof() -> None:
