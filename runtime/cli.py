@@ -24,16 +24,68 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 from .cli_run import UsageError  # noqa: E402 - one family of usage errors for every command
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("causal-guards")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 def _schema(path: str | None) -> Schema:
     return Schema.load(path) if path else Schema()
 
 
 def cmd_check(args) -> int:
-    guard = cpl.check(args.guard, _schema(args.schema))
+    schema = _schema(args.schema)
+    if args.monitor is not None:
+        return _print_monitor(args, schema)
+    guard = cpl.check(args.guard, schema)
+    if args.owner is not None:
+        raise UsageError("--owner goes with --monitor")
     if args.format == "json":
         print(json.dumps(guard.to_json()))
     else:
         print(guard.canonical)
+    return EXIT_OK
+
+
+def _print_monitor(args, schema) -> int:
+    """The generated monitor of one lifeline, for reading beside Algorithms 1-2."""
+    import attrs
+
+    from cpl.compile import OwnedFormula, compile_guards
+    from cpl.names import did_you_mean
+    from cpl.references import named_lifelines
+
+    if args.format != "text":
+        raise UsageError("--monitor prints Python source; leave out --format json")
+    owner = args.owner if args.owner is not None else args.monitor
+    if schema.lifelines is not None:
+        lifelines = schema.lifelines
+    else:  # the lifelines the guard names, and its owner; P ranges over them all
+        named = named_lifelines(cpl.resolve(cpl.parse(args.guard), schema, args.guard))
+        if named and args.owner is None and owner not in named:  # a typo, most likely
+            raise UsageError(f"--monitor: unknown lifeline {owner!r}{did_you_mean(owner, named)} "
+                             f"(the guard names {', '.join(named)}); give --owner {owner} to make "
+                             "it the owner, or --schema with every lifeline")
+        lifelines = tuple(dict.fromkeys(named + (owner,)))
+    guard = cpl.check(args.guard, attrs.evolve(schema, lifelines=lifelines))
+    for option, name in (("--owner", owner), ("--monitor", args.monitor)):
+        if name not in lifelines:
+            raise UsageError(f"{option}: unknown lifeline {name!r}{did_you_mean(name, lifelines)} "
+                             f"(lifelines: {', '.join(lifelines)})")
+    program = compile_guards([OwnedFormula(owner, guard.primitive)], lifelines)
+    local = program.local(args.monitor)
+    print(f"# cpl check --monitor: the monitor of {args.monitor!r} (lifeline {local.index}) "
+          f"for the guard owned by {owner!r}")
+    for index, name in enumerate(lifelines):
+        print(f"#   lifeline {index}: {name!r}")
+    if local.slots:
+        root = local.slot_of.get(guard.primitive)
+        print(f"#   the guard is slot v{root}" if root is not None else
+              "#   this lifeline only ships what others read")
+    print(local.source, end="")
     return EXIT_OK
 
 
@@ -161,6 +213,7 @@ def _add_choreography_commands(commands) -> None:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cpl", description="Causal Past Logic guards for distributed agent workflows.")
+    parser.add_argument("--version", action="version", version=f"cpl {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     check = commands.add_parser("check", help="parse and resolve a guard; print its canonical form",
@@ -169,6 +222,13 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--schema", metavar="FILE",
                        help='JSON {"lifelines": [...], "vars": {...}, "symbols": [...]}')
     check.add_argument("--format", choices=("text", "json"), default="text")
+    check.add_argument("--monitor", metavar="LIFELINE",
+                       help="print the Python monitor generated for LIFELINE (Algorithms 1-2 of "
+                            "the paper, straight-line) instead of the canonical form. The "
+                            "lifelines are --schema's, else those the guard names plus the owner")
+    check.add_argument("--owner", metavar="NAME",
+                       help="with --monitor: the lifeline that evaluates the guard (default: the "
+                            "--monitor lifeline); the other lifelines' monitors show what they ship")
     check.set_defaults(run=cmd_check)
 
     evaluate = commands.add_parser(
