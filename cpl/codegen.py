@@ -322,4 +322,7 @@ def _show(node, slot_of, lifelines) -> str:
         return _SHOWN[kind].format(*(slot_of[child] for child in ast.children(node)))
     if kind is ast.At:
         return f"@{_comment(node.lifeline)}(...) as lifeline {lifelines.index(node.lifeline)} shows it"
-    return _comment(to_text(node))
+    try:
+        return _comment(to_text(node))
+    except (TypeError, ValueError):  # a value with no CPL literal (NaN, say): still a comment
+        return _comment(repr(node))
