@@ -14,10 +14,11 @@ the values are walked recursively later (copies, traces, comparisons).
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 from typing import Iterable, Mapping
+
+from cpl.names import did_you_mean
 
 from . import model
 from .errors import ChoreographyError, Where
@@ -60,10 +61,9 @@ def parse_args(choreography, pairs: Iterable[str] = (), given: Mapping | None = 
 def _input(choreography, key: str, where: Where):
     declared = choreography.inputs.get(key)
     if declared is None:
-        close = difflib.get_close_matches(key, list(choreography.inputs), n=1)
         known = ", ".join(choreography.inputs) or "(none)"
-        raise ChoreographyError(f"unknown input {key!r}"
-                                + (f"; did you mean {close[0]!r}?" if close else ""),
+        raise ChoreographyError(f"unknown input {_shown(key)}"
+                                + did_you_mean(key, choreography.inputs),
                                 where, f"  hint: the inputs are {known}")
     return declared
 

@@ -73,3 +73,10 @@ c.send(A, B, ratio)
     assert result.returncode == 2, result.stderr
     assert "error: input '" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_an_unknown_input_suggests_the_closest():
+    with pytest.raises(ChoreographyError) as caught:
+        parse_args(choreography(), ["ration=2"])
+    assert caught.value.message == "unknown input 'ration'; did you mean 'ratio'?"
+    assert "the inputs are ratio, data, count" in caught.value.detail
