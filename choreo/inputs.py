@@ -36,7 +36,7 @@ def parse_args(choreography, pairs: Iterable[str] = (), given: Mapping | None = 
         key, sep, text = pair.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ChoreographyError(f"--arg {pair!r}: expected KEY=VALUE", where)
+            raise ChoreographyError(f"--arg {_shown(pair)}: expected KEY=VALUE", where)
         declared = _input(choreography, key, where)
         values[key] = read_value(declared, text, where)
     for key in values:
