@@ -23,8 +23,19 @@ class Span:
     end: int
 
 
-# Nodes cache their hash: the compiler keys dictionaries by whole subformulas.
-_node = attrs.frozen(cache_hash=True)
+def _node(cls):
+    """A frozen AST class.  Nodes cache their hash (the compiler keys dictionaries by
+    whole subformulas), and equality starts with identity: attrs compares field by
+    field with ``==``, which unfolds a shared DAG (nested ``P``) into its exponential
+    tree even when both sides are the very same object."""
+    cls = attrs.frozen(cache_hash=True)(cls)
+    fields_equal = cls.__eq__
+
+    def __eq__(self, other):
+        return self is other or fields_equal(self, other)
+
+    cls.__eq__ = __eq__
+    return cls
 
 
 def _span_field():
