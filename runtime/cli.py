@@ -65,10 +65,10 @@ def _print_monitor(args, schema) -> int:
         lifelines = schema.lifelines
     else:  # the lifelines the guard names, and its owner; P ranges over them all
         named = named_lifelines(cpl.resolve(cpl.parse(args.guard), schema, args.guard))
-        if named and args.owner is None and owner not in named:  # a typo, most likely
-            raise UsageError(f"--monitor: unknown lifeline {owner!r}{did_you_mean(owner, named)} "
-                             f"(the guard names {', '.join(named)}); give --owner {owner} to make "
-                             "it the owner, or --schema with every lifeline")
+        close = did_you_mean(owner, named) if owner not in named else ""
+        if close and args.owner is None:  # a name a letter away from one the guard names
+            raise UsageError(f"--monitor: unknown lifeline {owner!r}{close} (the guard names "
+                             f"{', '.join(named)}); give --owner {owner} if it owns the guard")
         lifelines = tuple(dict.fromkeys(named + (owner,)))
     guard = cpl.check(args.guard, attrs.evolve(schema, lifelines=lifelines))
     for option, name in (("--owner", owner), ("--monitor", args.monitor)):
@@ -139,10 +139,12 @@ def _eval_jsonl(results, lifelines, out) -> None:
     lifeline and the value, so only the id is encoded per line (json.dumps of a whole dict
     per line cost more than monitoring the event: bench/README.md, P6); the bytes are
     json.dumps's."""
+    from json.encoder import encode_basestring_ascii as quoted  # json.dumps of a str, in C
+
     lanes = {name: json.dumps(name) for name in lifelines}
     batch = []
     for event, value in results:
-        batch.append(f'{{"event": {json.dumps(event.id)}, "lifeline": {lanes[event.lifeline]}, '
+        batch.append(f'{{"event": {quoted(event.id)}, "lifeline": {lanes[event.lifeline]}, '
                      f'"value": {"true" if value else "false"}}}\n')
         if len(batch) == 4096:
             out.write("".join(batch))

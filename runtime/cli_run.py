@@ -12,6 +12,8 @@ import contextlib
 import json
 import sys
 
+import attrs
+
 from cpl.errors import TraceError
 
 
@@ -45,8 +47,11 @@ def cmd_run(args) -> int:
             meta, results = dict(result.trace.meta), result.results
         else:
             from .supervisor import Supervisor
+            listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
+                else ("127.0.0.1", None)
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
-                                    secure=not args.insecure, timeout=args.timeout)
+                                    secure=not args.insecure, timeout=args.timeout,
+                                    host=listen, placement=placement)
             meta = supervisor.run(write or (lambda event: None))
             results = meta.get("results", {})
         for lifeline in plan.lifelines:  # results first, then the trace
@@ -63,6 +68,34 @@ def cmd_run(args) -> int:
     return EXIT_CODES[meta["status"]]
 
 
+def read_hosts(path: str, lifelines) -> tuple[str, dict[str, str]]:
+    """``--hosts FILE``: the supervisor's address and lifeline -> host for the placed ones."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = json.load(handle)
+    except OSError as error:
+        raise UsageError(f"--hosts: cannot read {path}: {error.strerror}") from None
+    except ValueError as error:
+        raise UsageError(f"--hosts: {path} is not JSON ({error})") from None
+    hosts = data.get("hosts") if isinstance(data, dict) else None
+    listen = data.get("supervisor", "127.0.0.1") if isinstance(data, dict) else None
+    if not isinstance(hosts, dict) or not isinstance(listen, str):
+        raise UsageError(f'--hosts: {path} must be {{"supervisor": "HOST", "hosts": '
+                         f'{{"HOST": ["Lifeline", ...]}}}}')
+    placement: dict[str, str] = {}
+    for host, names in hosts.items():
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise UsageError(f"--hosts: {path}: the lifelines of {host!r} must be a list of names")
+        for name in names:
+            if name not in lifelines:
+                raise UsageError(f"--hosts: {path}: {name!r} is not a lifeline of this "
+                                 f"choreography ({', '.join(lifelines)})")
+            if name in placement:
+                raise UsageError(f"--hosts: {path}: {name!r} is placed twice")
+            placement[name] = host
+    return listen, placement
+
+
 def cmd_lifeline(args) -> int:
     from .connection import Connection
     from .lifeline import main
@@ -70,11 +103,13 @@ def cmd_lifeline(args) -> int:
     if args.stdin:
         connection = Connection.from_json(sys.stdin.readline(), "standard input")
     elif args.connection:
-        connection = Connection.read(args.connection)
+        connection = Connection.read(args.connection, args.lifeline)
     else:
         raise UsageError("give --stdin (started by cpl run) or --connection FILE")
     if connection.lifeline != args.lifeline:
         raise UsageError(f"the connection is for {connection.lifeline!r}, not {args.lifeline!r}")
+    if args.choreo:  # the choreography lives elsewhere on this host
+        connection = attrs.evolve(connection, choreography=args.choreo)
     if args.join and args.join != connection.supervisor:
         raise UsageError(f"--join {args.join} differs from the connection's supervisor "
                          f"{connection.supervisor}")
@@ -100,6 +135,9 @@ def add_run_commands(commands) -> None:
                      "by line, so a killed run keeps what it did); also when the run fails")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long")
     run.add_argument("--max-steps", type=int, metavar="N", help="stop after N events (--sim)")
+    run.add_argument("--hosts", metavar="FILE",
+                     help='place lifelines on other hosts: JSON {"supervisor": "HOST", '
+                     '"hosts": {"HOST": ["Lifeline", ...]}}; the others run here')
     run.add_argument("--insecure", action="store_true",
                      help="no CURVE encryption or authentication between processes (debugging)")
     run.set_defaults(run=cmd_run)
@@ -112,6 +150,8 @@ def add_run_commands(commands) -> None:
     lifeline.add_argument("lifeline", metavar="NAME")
     lifeline.add_argument("--join", metavar="ADDRESS", help="the supervisor, tcp://HOST:PORT")
     lifeline.add_argument("--connection", metavar="FILE", help="the connection file")
+    lifeline.add_argument("--choreo", metavar="CHOREO.py",
+                          help="the choreography's path on this host, if not the supervisor's")
     lifeline.add_argument("--stdin", action="store_true",
                           help="read the connection from standard input and exit when it closes")
     lifeline.set_defaults(run=cmd_lifeline)

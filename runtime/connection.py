@@ -70,23 +70,31 @@ class Connection:
                 raise JoinError(f"{origin}: {field!r} must be text")
         return connection
 
-    def write(self, path: Path) -> None:
-        """A connection file readable by its owner only (created with mode 0600)."""
-        descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-            handle.write(self.to_json())
-
     @classmethod
-    def read(cls, path: str) -> "Connection":
+    def read(cls, path: str, lifeline: str) -> "Connection":
+        """``lifeline``'s connection from a host's connection file (``write_connections``)."""
         try:
-            status = os.stat(path)
-            if status.st_mode & 0o077:
+            if os.stat(path).st_mode & 0o077:
                 raise JoinError(f"{path}: a connection file holds secret keys and must be "
-                                       f"readable by its owner only (chmod 600 {path})")
-            return cls.from_json(Path(path).read_text(encoding="utf-8"), path)
+                                f"readable by its owner only (chmod 600 {path})")
+            data = json.loads(Path(path).read_text(encoding="utf-8"))
         except OSError as error:
-            raise JoinError(f"{path}: cannot read the connection file: "
-                                   f"{error.strerror}") from None
+            raise JoinError(f"{path}: cannot read the connection file: {error.strerror}") from None
+        except ValueError as error:
+            raise JoinError(f"{path}: not a cpl connection file ({error})") from None
+        entries = data.get("lifelines") if isinstance(data, dict) else None
+        if not isinstance(entries, dict) or lifeline not in entries:
+            known = ", ".join(entries) if isinstance(entries, dict) else "none"
+            raise JoinError(f"{path}: no connection for lifeline {lifeline!r} (it has {known})")
+        return cls.from_json(json.dumps(entries[lifeline]), path)
+
+
+def write_connections(path: str, connections) -> None:
+    """One host's connection file, readable by its owner only (created with mode 0600)."""
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+        json.dump({"lifelines": {c.lifeline: json.loads(c.to_json()) for c in connections}},
+                  handle)
 
 
 def secure_server(socket, keys: Keys | None) -> None:

@@ -60,8 +60,39 @@ class EventLog:
         os.write(self._descriptor, (json.dumps(data, ensure_ascii=False, allow_nan=False)
                                     + "\n").encode("utf-8"))
 
+    def ship(self, control) -> None:
+        pass  # on this host's disk already, where the supervisor reads it
+
     def close(self) -> None:
         os.close(self._descriptor)
+
+
+class ShippedLog:
+    """The log of a lifeline on another host: its lines go to the supervisor over the
+    control socket, before every message this lifeline sends and whenever it idles."""
+
+    BATCH = 256
+
+    def __init__(self):
+        self._lines: list[str] = []
+        self._control = None
+
+    def write(self, event) -> None:
+        data = event.to_dict()
+        data["time"] = round(time.time(), 6)
+        self._lines.append(json.dumps(data, ensure_ascii=False, allow_nan=False))
+        if len(self._lines) >= self.BATCH and self._control is not None:
+            self.ship(self._control)
+
+    def ship(self, control) -> None:
+        self._control = control
+        if self._lines:
+            control.send(msgpack.packb({"t": "log", "lines": self._lines}, use_bin_type=True))
+            self._lines = []
+
+    def close(self) -> None:
+        if self._control is not None:
+            self.ship(self._control)
 
 
 def send_control(socket, **fields) -> None:
@@ -87,7 +118,7 @@ class Lifeline:
         self.stopping = False
         self.status, self.error = "running", None
         self.last_word = time.monotonic()  # the supervisor's latest frame
-        self.log = EventLog(connection.log)
+        self.log = EventLog(connection.log) if connection.log else ShippedLog()
         self.wait = None  # the Awaiter of async actions, while serving
 
     def serve(self) -> int:
@@ -108,6 +139,7 @@ class Lifeline:
             inbox.maxmsgsize = MAX_FRAME
             port = inbox.bind_to_random_port(f"tcp://{self.c.host}")
             control = socket(zmq.DEALER)
+            control.linger = 2000  # a shipped log's last lines still leave after stop
             control.identity = self.c.lifeline.encode("utf-8")
             secure_client(control, keys, keys.supervisor if keys else None)
             control.connect(self.c.supervisor)
@@ -129,9 +161,9 @@ class Lifeline:
                 beats.stop()
             return 0
         finally:
-            self.log.close()
+            self.log.close()  # a shipped log sends its last lines before the sockets close
             for made in sockets:
-                made.close(0)
+                made.close()
             if auth is not None:
                 auth.stop()
             context.term()
@@ -165,6 +197,7 @@ class Lifeline:
             if self.status == "running" and runner.done:
                 self.status = "ok"
             state = ("idle" if self.status == "running" else "end", runner.sent, self.received)
+            self.log.ship(control)
             if state[0] == "end" and state != reported:
                 self._report(control, "end")
                 reported = state
@@ -194,6 +227,7 @@ class Lifeline:
             return
         self.log.write(event)  # on disk before anyone can see its message
         if message is not None:
+            self.log.ship(control)
             frame = encode(self.c.run, message, runner.sent)
             outbox = outboxes[message.receiver]
             while not self.stopping:

@@ -20,6 +20,7 @@ is killed, the pipe closes and every child exits.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -33,10 +34,12 @@ import msgpack
 import zmq
 
 from choreo.status import DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT
-from .connection import Connection, Keys, KeyRing, authenticator, secure_server
+from .connection import (Connection, Keys, KeyRing, authenticator, secure_server,
+                         write_connections)
 from .merge import merge, read_log
 
 HELLO_TIMEOUT = 60.0  # seconds for every lifeline to load its choreography and say hello
+JOIN_TIMEOUT = 300.0  # the same when lifelines are started by hand on other hosts
 SILENCE = 5.0  # seconds without a heartbeat: the lifeline is dead
 STOP_GRACE = 5.0  # seconds a stopped child has to exit before it is killed
 
@@ -84,15 +87,22 @@ class Children:
 
 
 class Supervisor:
+    """One run over processes; ``placement`` maps lifelines to other hosts (``--hosts``)."""
+
     def __init__(self, plan, choreography: str, name: str | None, inputs: dict, seed: int, *,
-                 secure: bool = True, timeout: float | None = None, host: str = "127.0.0.1"):
+                 secure: bool = True, timeout: float | None = None, host: str = "127.0.0.1",
+                 placement: dict[str, str] | None = None, join_folder: str = "."):
         self.plan, self.inputs, self.seed, self.timeout = plan, inputs, seed, timeout
         self.choreography, self.name, self.host = os.path.abspath(choreography), name, host
         self.run_id = uuid.uuid4().hex
         self.lifelines = plan.lifelines
+        self.placement = placement or {}  # lifeline -> host, for those not started here
+        self.join_folder = join_folder
         self.keys = self._keys() if secure else None
         self.reports: dict[str, dict] = {}
         self.beats: dict[str, float] = {}
+        self.started = False
+        self.invitations: list[str] = []  # the connection files written for other hosts
         self.folder = tempfile.mkdtemp(prefix="cpl-run-")
 
     def _keys(self) -> dict:
@@ -113,10 +123,13 @@ class Supervisor:
             control.linger = 0
             secure_server(control, self.keys[""] if self.keys else None)
             port = control.bind_to_random_port(f"tcp://{self.host}")
+            address = f"tcp://{self.host}:{port}"
             with Children() as children:
                 for name in self.lifelines:
-                    children.start(name, lifeline_command(name),
-                                   self._connection(name, f"tcp://{self.host}:{port}"))
+                    if name not in self.placement:
+                        children.start(name, lifeline_command(name),
+                                       self._connection(name, address))
+                self._invite(address)
                 meta = self._watch(control, children)
                 for name in self.lifelines:
                     _send(control, name, t="stop")
@@ -127,6 +140,9 @@ class Supervisor:
             if auth is not None:
                 auth.stop()
             context.term()
+        for path in self.invitations:  # their keys are of no use after the run
+            with contextlib.suppress(OSError):
+                os.remove(path)
         logs = {name: read_log(self._log(name)) for name in self.lifelines}
         meta.update(merge(logs, self.lifelines, write))
         shutil.rmtree(self.folder, ignore_errors=True)
@@ -136,9 +152,31 @@ class Supervisor:
         return os.path.join(self.folder, f"{self.lifelines.index(name)}.jsonl")
 
     def _connection(self, name: str, address: str) -> Connection:
-        return Connection(self.run_id, name, address, self.host, self.choreography, self.name,
-                          self.inputs, self.seed, self._log(name),
+        """A local lifeline logs to this host's disk; a remote one ships its log lines."""
+        remote = name in self.placement
+        return Connection(self.run_id, name, address, self.placement.get(name, self.host),
+                          self.choreography, self.name, self.inputs, self.seed,
+                          "" if remote else self._log(name),
                           self.keys[name] if self.keys else None)
+
+    def _invite(self, address: str) -> None:
+        """Write one connection file per other host (mode 0600) and print the commands."""
+        hosts: dict[str, list[str]] = {}
+        for name, host in self.placement.items():
+            hosts.setdefault(host, []).append(name)
+        if not hosts:
+            return
+        print(f"cpl run: waiting {JOIN_TIMEOUT:g} s for {len(hosts)} host(s); copy each "
+              f"connection file there (it holds secret keys: keep it private) and run:",
+              file=sys.stderr)
+        for host, names in hosts.items():
+            path = os.path.abspath(os.path.join(self.join_folder,
+                                                f"cpl-{self.run_id[:8]}-{host}.json"))
+            write_connections(path, [self._connection(name, address) for name in names])
+            self.invitations.append(path)
+            for name in names:
+                print(f"  on {host}: cpl lifeline {name} --join {address} --connection {path}",
+                      file=sys.stderr, flush=True)
 
     def _watch(self, control, children: Children) -> dict:
         started = time.monotonic()
@@ -149,10 +187,10 @@ class Supervisor:
             while True:
                 if control.poll(100):
                     self._hear(control, endpoints)
-                if len(endpoints) == len(self.lifelines) and not self.beats.get("\x00started"):
+                if len(endpoints) == len(self.lifelines) and not self.started:
                     for name in self.lifelines:
                         _send(control, name, t="start", endpoints=endpoints)
-                    self.beats["\x00started"] = time.monotonic()
+                    self.started = True
                 now = time.monotonic()
                 ended = self._ended(children, endpoints, started, now)
                 if ended is not None:
@@ -185,17 +223,22 @@ class Supervisor:
                 said = msgpack.unpackb(frame, raw=False)
             except Exception:  # noqa: BLE001 - counted as silence, not trusted
                 continue
-            if said.get("t") == "hello":
+            kind = said.get("t") if isinstance(said, dict) else None
+            if kind == "hello":
                 endpoints[name] = said.get("endpoint")
-            elif said.get("t") == "state":
+            elif kind == "state":
                 self.reports[name] = said
+            elif kind == "log" and name in self.placement:
+                with open(self._log(name), "a", encoding="utf-8") as log:
+                    log.writelines(f"{line}\n" for line in said.get("lines", ())
+                                   if isinstance(line, str) and "\n" not in line)
 
     def _ended(self, children: Children, endpoints, started: float, now: float):
         for name, code in children.exited().items():
             if self.reports.get(name, {}).get("state") != "end" or code != 0:
                 return self._died(name, code, "its process exited")
         if len(endpoints) < len(self.lifelines):
-            if now - started > HELLO_TIMEOUT:
+            if now - started > (JOIN_TIMEOUT if self.placement else HELLO_TIMEOUT):
                 missing = sorted(set(self.lifelines) - set(endpoints))
                 return self._meta(DIED, f"{', '.join(missing)} did not join within "
                                   f"{HELLO_TIMEOUT:g} s")
@@ -241,7 +284,8 @@ class Supervisor:
 
     def _meta(self, status: str, error: str | None = None) -> dict:
         meta = {"choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
-                "status": status, "run": self.run_id, "processes": True}
+                "status": status, "run": self.run_id, "processes": True,
+                "hosts": {name: self.placement.get(name, self.host) for name in self.lifelines}}
         if error:
             meta["error"] = error
         meta["results"] = {name: r.get("results", {}) for name, r in self.reports.items()}
