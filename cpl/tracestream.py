@@ -16,7 +16,7 @@ so its memory is the checker's state (ids, messages), not the events.
 from __future__ import annotations
 
 import io
-import math
+import json
 import shutil
 import tempfile
 import time
@@ -326,7 +326,7 @@ class JsonLines:
         self.cut_off = True
         self.meta = {"cut_off": True}
         self.warn(f"{self.origin}: the run was cut off: the stream has no end line "
-                  f"({self.checker.count} events read)")
+                  f"({self.checker.count} event{'' if self.checker.count == 1 else 's'} read)")
 
     def _end(self, number: int, value: dict) -> None:
         if len(value) != 1:
@@ -364,8 +364,10 @@ class JsonLines:
                         continue
                     value = decode_json(text)
                 except (ValueError, RecursionError, MemoryError) as error:
-                    if not line.endswith(b"\n") and not readline(1) and not isinstance(
-                            error, (RecursionError, MemoryError)):
+                    # Cut: the file's last line, unterminated, and its JSON unfinished
+                    # (a duplicate key or NaN means it was finished, and is wrong).
+                    if not line.endswith(b"\n") and not readline(1) and isinstance(
+                            error, (json.JSONDecodeError, UnicodeDecodeError)):
                         if warn is not None:
                             warn(f"{self.origin}: line {number} was cut off mid-way; "
                                  f"dropped it")

@@ -443,3 +443,15 @@ def test_ids_kept_as_counters_are_still_unique(ids, duplicate):
     else:
         with pytest.raises(TraceError, match=f"event #{duplicate} .*duplicate event id"):
             parse_trace(data)
+
+
+def test_an_unterminated_last_line_is_cut_only_if_its_json_is_unfinished(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(_stream(HEADER, '{"id": "A.1", "id": "A.2", "lifeline": "A", "kind": "act"}',
+                            end=""))
+    with pytest.raises(TraceError, match="line 2: not a valid trace: the key 'id' occurs twice"):
+        load_trace(path, warn=lambda _: None)
+    path.write_bytes(_stream(HEADER, ACT).encode() + '{"id": "ü'.encode()[:-1])  # mid-character
+    said = []
+    assert [e.id for e in load_trace(path, warn=said.append).events] == ["A.1"]
+    assert "line 3 was cut off mid-way" in said[0] and "(1 event read)" in said[1]
