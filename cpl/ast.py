@@ -25,17 +25,47 @@ class Span:
 
 def _node(cls):
     """A frozen AST class.  Nodes cache their hash (the compiler keys dictionaries by
-    whole subformulas), and equality starts with identity: attrs compares field by
-    field with ``==``, which unfolds a shared DAG (nested ``P``) into its exponential
-    tree even when both sides are the very same object."""
+    whole subformulas).  Equality is ``_equal``: attrs would compare field by field
+    with ``==``, recursing as deep as the formula and unfolding a shared DAG (nested
+    ``P``) into its exponential tree, even when both sides are the very same object."""
     cls = attrs.frozen(cache_hash=True)(cls)
-    fields_equal = cls.__eq__
+    _SHALLOW_EQUAL[cls] = cls.__eq__
 
     def __eq__(self, other):
-        return self is other or fields_equal(self, other)
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return _equal(self, other)
 
     cls.__eq__ = __eq__
     return cls
+
+
+_SHALLOW_EQUAL: dict = {}  # class -> attrs' field-by-field equality (used on atoms only)
+
+
+def _equal(left, right) -> bool:
+    """Structural equality without recursion, each pair of objects compared once."""
+    compared: set = set()
+    stack = [(left, right)]
+    while stack:
+        a, b = stack.pop()
+        if a is b or (id(a), id(b)) in compared:
+            continue
+        compared.add((id(a), id(b)))
+        kind = type(a)
+        if type(b) is not kind:
+            return False
+        fields = _FORMULA_FIELDS.get(kind)
+        if fields is None:  # an atom or Seen: terms only below, attrs compares them
+            if not _SHALLOW_EQUAL[kind](a, b):
+                return False
+            continue
+        if kind is At and a.lifeline != b.lifeline:
+            return False
+        stack.extend((getattr(a, f), getattr(b, f)) for f in fields)
+    return True
 
 
 def _span_field():

@@ -141,11 +141,13 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
     def old(i) -> str:
         return f"y{i}" if i in olds else f"v{i}"
 
+    # bit of each shipped formula, by dict (hash, then identity) rather than list.index
+    exported_at = [{f: k for k, f in enumerate(e.formulas)} for e in shipped]
     for i, node in enumerate(slots):
         kind = type(node)
         if kind is ast.At:  # only B != A gets a slot of its own
             b = lifelines.index(node.lifeline)
-            k = shipped[b].formulas.index(node.body)
+            k = exported_at[b][node.body]
             code = f"views[{b}] >> {k} & 1" if k else f"views[{b}] & 1"
         elif kind is ast.Prev:
             code = old(slot_of[node.body])

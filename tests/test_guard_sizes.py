@@ -98,3 +98,25 @@ def test_formulas_deeper_than_the_recursion_limit_compile():
         formula = ast.Prev(formula) if level % 2 else ast.And(ast.Not(formula), ast.Truth(ast.Var("y")))
     program = compile_guards([OwnedFormula("A", formula)], ["A", "B"])
     assert len(program.local("A").slots) > 3 * sys.getrecursionlimit()
+
+
+def test_eval_of_a_deep_guard_on_a_trace_with_both_engines():
+    guard = "P H " * 49 + "status == passed"  # 300 primitive levels, shared
+    outputs = [subprocess.run([sys.executable, "-m", "runtime.cli", "eval",
+                               "examples/traces/fig2.json", guard, "--format", "jsonl",
+                               "--engine", engine], capture_output=True, text=True, timeout=60)
+               for engine in ("monitor", "reference")]
+    assert [o.returncode for o in outputs] == [0, 0], outputs[0].stderr + outputs[1].stderr
+    assert outputs[0].stdout == outputs[1].stdout and '"value": true' in outputs[0].stdout
+
+
+def test_equality_of_deep_and_shared_formulas_recurses_nowhere():
+    left = right = ast.Compare("==", ast.Var("x"), ast.Const(1))
+    for _ in range(5000):
+        left, right = ast.Not(left), ast.Not(right)
+    assert left == right and not left != right
+    shared_left, shared_right = ast.Bool(True), ast.Bool(True)
+    for _ in range(200):  # a tree of 2**200 leaves, as nested P builds
+        shared_left, shared_right = ast.And(shared_left, shared_left), ast.And(shared_right, shared_right)
+    assert shared_left == shared_right
+    assert ast.And(shared_left, ast.Bool(False)) != ast.And(shared_right, ast.Bool(True))
