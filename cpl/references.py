@@ -36,10 +36,11 @@ def references(formula: ast.Formula, owner: str | None = None, *,
                follow_past: bool = True, where_read: bool = True) -> Iterator[Reference]:
     """Every read in ``formula``, parents first, left to right, each distinct one once.
 
-    ``where_read=False`` leaves the lifeline of ``"var"`` reads None (``owner``): a
+    ``where_read=False`` gives every ``"var"`` read the lifeline ``owner``: a
     walk that needs no such lifeline visits each shared subformula once, not
-    once per ``@B`` above it.  ``follow_past=False`` does not look inside ``P φ`` unless φ is ``@A(…)``: a
-    read anywhere in the causal past depends on no particular lifeline.
+    once per ``@B`` above it.  ``follow_past=False`` does not look inside ``P φ``
+    unless φ is ``@A(…)``: a read anywhere in the causal past depends on no
+    particular lifeline.
     """
     seen_nodes: set = set()
     seen_refs: set = set()
