@@ -50,11 +50,6 @@ class SlotProgram:
     factory: object = attrs.field(eq=False, repr=False)  # init store -> event steps
 
 
-# Transitional: cpl/offline.py (owned by another engineer right now) still
-# imports ``Guard``; drop this alias once it imports ``OwnedFormula``.
-Guard = OwnedFormula
-
-
 @attrs.frozen
 class Program:
     """The compiled monitors of a workflow: shared by every lifeline's Monitor."""

@@ -139,6 +139,9 @@ class _Resolver:
                               + did_you_mean(term.name, variables | symbols))
 
 
+_MOST_CANDIDATES = 10_000
+
+
 def did_you_mean(name, candidates) -> str:
     """``"; did you mean 'X'?"`` for the closest candidate to a mistyped name, else "".
 
@@ -147,6 +150,8 @@ def did_you_mean(name, candidates) -> str:
     """
     name = str(name)
     known = sorted(str(c) for c in candidates)
+    if len(known) > _MOST_CANDIDATES:  # the search would cost more than it helps
+        return ""
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     if not close:
         lowered = {c.lower(): c for c in known}
