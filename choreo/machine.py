@@ -94,7 +94,8 @@ class Thread:
 class Runner:
     """One lifeline: monitor (whose store is the lifeline's), inbox, counters and live threads."""
 
-    def __init__(self, plan, lifeline: str, store: dict, rng, *, record: bool = True):
+    def __init__(self, plan, lifeline: str, store: dict, rng, *, record: bool = True,
+                 clocks=None):
         self.name = lifeline
         self.lifelines = plan.lifelines
         self.index = plan.lifelines.index(lifeline)
@@ -103,11 +104,11 @@ class Runner:
         self.rng = rng
         self.variables = plan.choreography.variables  # name -> model.Var, for type checks
         self.record = record  # build an Event per event (False: count only)
+        self.clocks = clocks  # a cpl.clocks.Clocks the driver shares, or None: no ``vc``
         self.inbox: dict = {}  # key -> Message arrived and not yet received
         self.taken = 0  # events so far: the next is f"{name}.{taken + 1}"
         self.sent = 0  # messages so far: the next is f"{name}:{sent + 1}"
         self.threads: list[Thread] = []
-        self._texts: dict[int, str] = {}  # decision id -> its guard's canonical text
         self._spawn(Thread([Frame(plan.projection.program(lifeline).body, ())]))
 
     @property
@@ -181,9 +182,10 @@ class Runner:
         self.taken += 1
         if not self.record:
             return None
+        clocks = self.clocks
         return Event.checked((f"{self.name}.{self.taken}", self.name, kind, to, msg,
                               MappingProxyType(updates) if updates else _EMPTY, label, guard,
-                              outcome, MappingProxyType(dict(zip(self.lifelines, self.monitor.vc))),
+                              outcome, clocks.stamp(self.name, kind, msg) if clocks else None,
                               None, payload))
 
     def _act(self, thread: Thread, s: LAct, value) -> Event | None:
@@ -228,10 +230,7 @@ class Runner:
             tells = tuple(Tell(s.choice, to, outcome, told) for to in s.tell)
             thread.frames.append(Frame(tells, path))
         self._settle(thread)
-        text = self._texts.get(s.choice)
-        if text is None:  # printed once per decision, not once per event
-            text = self._texts[s.choice] = s.guard.canonical
-        return self._event("choice", label=s.label, guard=text, outcome=outcome)
+        return self._event("choice", label=s.label, guard=s.guard.canonical, outcome=outcome)
 
     def _receive(self, thread: Thread, message: Message) -> Event | None:
         del self.inbox[message.key]

@@ -51,10 +51,12 @@ class Plan:
         return {"lifelines": self.lifelines, "init": self.stores(inputs),
                 "vars": tuple(self.choreography.variables), "symbols": self.symbols}
 
-    def runner(self, lifeline: str, store: dict, seed, *, record: bool = True):
-        """``lifeline``'s engine from its initial ``store``; actions get ``f"{seed}:{lifeline}"``."""
+    def runner(self, lifeline: str, store: dict, seed, *, record: bool = True, clocks=None):
+        """``lifeline``'s engine from its initial ``store``; actions get ``f"{seed}:{lifeline}"``.
+        ``clocks`` (a ``cpl.clocks.Clocks`` shared by a run's runners) stamps each event's vc."""
         from .machine import Runner  # machine reads plans; plans build machines
-        return Runner(self, lifeline, store, random.Random(f"{seed}:{lifeline}"), record=record)
+        return Runner(self, lifeline, store, random.Random(f"{seed}:{lifeline}"), record=record,
+                      clocks=clocks)
 
 
 def prepare(choreography, projection: Projection | None = None) -> Plan:

@@ -27,9 +27,9 @@ from typing import Callable
 
 import attrs
 
+from cpl.clocks import Clocks
 from cpl.msc import Event, Trace
 from .actions import Awaiter, DeadlinePassed, bounded
-from .machine import calls
 from .plan import Plan, prepare
 from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure
 
@@ -126,8 +126,10 @@ class _Simulation:
         self.plan, self.seed, self.inputs = plan, seed, inputs
         self.recording, self.sink = record, sink
         self.stores = plan.stores(inputs)
-        self.runners = [plan.runner(name, self.stores[name], seed,
-                                    record=record or sink is not None)
+        recorded = record or sink is not None
+        clocks = Clocks(plan.lifelines) if recorded else None  # events are in causal order
+        self.runners = [plan.runner(name, self.stores[name], seed, record=recorded,
+                                    clocks=clocks)
                         for name in plan.lifelines]
         self.scheduler = random.Random(seed)
         self.events: list[Event] = []
@@ -156,8 +158,9 @@ class _Simulation:
                 if deadline is not None and steps % 256 == 0 and time.monotonic() > deadline:
                     raise DeadlinePassed
                 option = options[int(draw() * len(options))]
-                runner, value = option[0], None
-                if calls(option):
+                runner, thread, _ = option
+                value, want = None, thread.want
+                if want[0] == "act" and want[1].fn is not None:  # machine.calls, inlined (P5)
                     value = runner.start(option)
                     if inspect.isawaitable(value):
                         try:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import attrs
 
 from . import ast
@@ -20,8 +22,9 @@ class CheckedGuard:
     lifelines: tuple[str, ...]  # the lifelines the guard names
     universe: tuple[str, ...] = ()  # what an unqualified ``P`` ranges over (desugared with)
 
-    @property
+    @functools.cached_property
     def canonical(self) -> str:
+        """Printed once: a run records it at every decision (bench P5)."""
         return to_text(self.formula)
 
     def to_json(self) -> dict:

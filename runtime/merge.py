@@ -20,6 +20,7 @@ import heapq
 import json
 from typing import Iterator
 
+from cpl.clocks import Clocks
 from cpl.msc import Event
 
 
@@ -42,41 +43,35 @@ def read_log(path: str) -> Iterator[dict]:
 def merge(logs: dict[str, Iterator[dict]], lifelines: tuple[str, ...], write) -> dict:
     """Write every placeable event, in causal order with its ``vc``; returns what the trace's
     ``meta`` should add: ``in_transit`` (sends never received) and ``unplaced``."""
-    index = {name: i for i, name in enumerate(lifelines)}
-    clocks = {name: (0,) * len(lifelines) for name in lifelines}
-    sent: dict[str, tuple] = {}  # msg id -> the send's clock, until its receive is placed
-    waiting: dict[str, list] = {}  # msg id -> lifelines whose next event receives it
+    clocks = Clocks(lifelines)
+    waiting: dict[str, list] = {}  # msg id -> (lifeline, its next event, which receives it)
     heads: list = []  # (time, order, lifeline, event) of placeable next events
     sources = {name: iter(logs.get(name, ())) for name in lifelines}
     order = 0
 
-    def advance(name: str) -> None:
+    def push(name: str, event: dict) -> None:
         nonlocal order
+        order += 1
+        heapq.heappush(heads, (event.get("time") or 0.0, order, name, event))
+
+    def advance(name: str) -> None:
         event = next(sources[name], None)
         if event is None:
             return
-        if event.get("kind") == "recv" and event.get("msg") not in sent:
+        if event.get("kind") == "recv" and not clocks.sent(event.get("msg")):
             waiting.setdefault(event.get("msg"), []).append((name, event))
-            return
-        order += 1
-        heapq.heappush(heads, (event.get("time") or 0.0, order, name, event))
+        else:
+            push(name, event)
 
     for name in lifelines:
         advance(name)
     while heads:
         _, _, name, event = heapq.heappop(heads)
-        clock = list(clocks[name])
-        if event.get("kind") == "recv":
-            clock = [max(a, b) for a, b in zip(clock, sent.pop(event["msg"]))]
-        clock[index[name]] += 1
-        clocks[name] = tuple(clock)
-        event["vc"] = dict(zip(lifelines, clock))
+        event["vc"] = clocks.stamp(name, event.get("kind"), event.get("msg"))
         write(Event(**event))
         if event.get("kind") == "send":
-            sent[event["msg"]] = clocks[name]
             for receiver, pending in waiting.pop(event["msg"], ()):
-                order += 1
-                heapq.heappush(heads, (pending.get("time") or 0.0, order, receiver, pending))
+                push(receiver, pending)
         advance(name)
     unplaced = sum(len(names) for names in waiting.values())
-    return {"in_transit": sorted(sent), "unplaced": unplaced}
+    return {"in_transit": clocks.in_transit, "unplaced": unplaced}

@@ -16,6 +16,7 @@ import sys
 import pytest
 
 import cpl
+from cpl.clocks import Clocks
 from choreo import Choreography
 from choreo.machine import Runner
 from choreo.plan import prepare
@@ -40,7 +41,8 @@ def two_messages():
 def runners(c, seed=0):
     plan = prepare(c)
     stores = plan.stores(plan.inputs())
-    return {name: plan.runner(name, stores[name], seed) for name in plan.lifelines}
+    clocks = Clocks(plan.lifelines)
+    return {name: plan.runner(name, stores[name], seed, clocks=clocks) for name in plan.lifelines}
 
 
 def only(runner: Runner):

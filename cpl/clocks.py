@@ -1,0 +1,51 @@
+"""The vector clock of every event, from the MSC's edges alone, as events are recorded.
+
+A recorder sees the events of a run in a linear extension of the causal
+order (the simulator as it schedules them, the supervisor as it merges the
+lifelines' logs).  An event's clock is its lifeline's previous clock, merged
+entry by entry with its send's clock if it is a receive, plus one on its
+own entry: ``vc[B]`` counts the events of ``B`` in its causal past, itself
+included.  No message has to carry a full clock for the trace to record
+one; only the clocks of messages in transit are kept.
+"""
+
+from __future__ import annotations
+
+from types import MappingProxyType
+from typing import Mapping
+
+
+class Clocks:
+    """Stamps events fed in a linear extension order; ``in_transit`` is what was never received.
+
+    Clocks are dicts lifeline -> count, copied per event and never changed after: an event
+    holds a read-only view of its own (cheaper than building one from a list, bench P5)."""
+
+    def __init__(self, lifelines):
+        self.lifelines = tuple(lifelines)
+        zero = dict.fromkeys(self.lifelines, 0)
+        self._latest = {name: zero for name in self.lifelines}
+        self._sent: dict[str, dict] = {}  # msg id -> the send's clock, until received
+
+    def stamp(self, lifeline: str, kind: str, msg: str | None = None) -> Mapping[str, int]:
+        """The clock of ``lifeline``'s next event (a read-only map lifeline -> count)."""
+        if kind == "recv":
+            sent = self._sent.pop(msg)
+            clock = {name: count if count >= other else other
+                     for (name, count), other in zip(self._latest[lifeline].items(),
+                                                     sent.values())}
+        else:
+            clock = self._latest[lifeline].copy()
+        clock[lifeline] += 1
+        self._latest[lifeline] = clock
+        if kind == "send":
+            self._sent[msg] = clock
+        return MappingProxyType(clock)
+
+    def sent(self, msg: str) -> bool:
+        """Whether the send of ``msg`` was stamped and its receive not yet."""
+        return msg in self._sent
+
+    @property
+    def in_transit(self) -> list[str]:
+        return sorted(self._sent)
