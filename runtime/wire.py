@@ -69,16 +69,22 @@ class Inbound:
         self.last_clock: dict[str, int] = {}
         self.rejected: collections.Counter = collections.Counter()
 
-    def check(self, frame: bytes, taken: int):
+    def check(self, frame: bytes, taken: int, signer: str | None = None):
         """The ``Message`` fields of a valid frame, or ``FrameRejected``; ``taken`` is how
-        many events this lifeline has taken (no sender can have seen more of them)."""
+        many events this lifeline has taken (no sender can have seen more of them).
+
+        ``signer`` is the lifeline CURVE authenticated as the frame's sender (the ZAP
+        ``User-Id``), when there is one: a frame that claims another sender is an
+        ``impostor``, refused before its sequence number or clock is recorded — checked
+        after this method returned, an impostor would use up the numbers of the lifeline
+        it claims to be, and that lifeline's own frames would then be refused."""
         try:
-            return self._check(frame, taken)
+            return self._check(frame, taken, signer)
         except FrameRejected as rejected:
             self.rejected[rejected.reason] += 1
             raise
 
-    def _check(self, frame: bytes, taken: int):
+    def _check(self, frame: bytes, taken: int, signer: str | None):
         if len(frame) > MAX_FRAME:
             raise FrameRejected("oversized", f"{len(frame)} bytes (at most {MAX_FRAME})")
         try:
@@ -94,10 +100,15 @@ class Inbound:
             raise FrameRejected("run", f"from run {run!r}, not this run")
         if not isinstance(sender, str) or sender not in self.index or sender == self.me:
             raise FrameRejected("sender", f"unknown sender {sender!r}")
+        if signer is not None and signer != sender:
+            raise FrameRejected("impostor", f"signed by {signer!r}, claims to be {sender!r}")
         if type(seq) is not int or seq <= self.last_seq.get(sender, 0):
             raise FrameRejected("replayed", f"sequence number {seq!r} from {sender} is not "
                                 f"above {self.last_seq.get(sender, 0)}")
-        expected = self.expects.get((kind, ident)) if isinstance(ident, int) else None
+        # kind and id are checked before they are hashed: a list or a map there (msgpack
+        # decodes both) made the lookup raise TypeError, which killed the receiving process
+        expected = self.expects.get((kind, ident)) \
+            if type(kind) is str and type(ident) is int else None
         if expected is None or expected[0] != sender:
             raise FrameRejected("unexpected", f"{sender} sends no message {kind!r} {ident!r} "
                                 f"to {self.me}")
