@@ -397,8 +397,6 @@ class Checker:
         return {*map(type, store)} <= _STR and "" not in store
 
     def clock(self, vc, head: str, index: int, event_id: str) -> None:
-        if vc is None:
-            return
         if not isinstance(vc, dict):
             raise self.fail(f'{head}: "vc" must be an object lifeline → count, found '
                             f"{_type_name(vc)}", index, event_id)
