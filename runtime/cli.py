@@ -235,8 +235,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser(
         "eval", help="evaluate a guard at every event of a cpl-msc/1 trace",
-        description="Evaluate GUARD at every event of TRACE (JSON or msgpack), in trace order.")
-    evaluate.add_argument("trace", metavar="TRACE")
+        description="Evaluate GUARD at every event of TRACE (a JSON or msgpack document, or a "
+        ".jsonl stream, read one event at a time), in trace order.")
+    evaluate.add_argument("trace", metavar="TRACE", help="TRACE.json, TRACE.msgpack or TRACE.jsonl "
+                          "(sniffed when the suffix is another)")
     evaluate.add_argument("guard", metavar="GUARD")
     evaluate.add_argument("--lifeline", metavar="NAME", help="only the events of this lifeline")
     evaluate.add_argument("--format", choices=("text", "jsonl"), default="text")
