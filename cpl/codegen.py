@@ -281,7 +281,7 @@ def _constant_atom(node, predicates) -> bool:
         return values[0] is True
     if isinstance(node, ast.Compare):
         return COMPARE[node.op](*values)
-    return _guarded(predicates.get(node.name))(*values)
+    return _guarded(_predicate(predicates, node.name))(*values)
 
 
 def _type_of(t, code: str) -> str:
