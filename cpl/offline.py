@@ -62,3 +62,24 @@ def evaluate_trace(trace, guard: str, lifeline: str | None = None, *, prune: boo
     results = evaluations(trace, guard, lifeline, prune=prune)
     with collector_paused():
         return list(results)
+
+
+def decisions(source, *, schema=None) -> Iterator[tuple[object, bool, bool]]:
+    """(choice event, recorded outcome, the monitor's value of its recorded guard) for every
+    choice that recorded both — re-checking a run's decisions from its trace alone.  A
+    stream is read twice: once for the guards to compile, once to replay."""
+    schema = schema if schema is not None else source.schema()
+    streamed = not isinstance(source.events, (tuple, list))
+    guards = {}
+    for event in source.again().events() if streamed else source.events:
+        if event.kind == "choice" and event.guard is not None and event.outcome is not None:
+            key = (event.lifeline, event.guard)
+            if key not in guards:
+                guards[key] = check(event.guard, schema).primitive
+    program = compile_guards([OwnedFormula(owner, formula) for (owner, _), formula in
+                              guards.items()], source.lifelines)
+    events = source.events() if streamed else source.events
+    for event, monitor in replay_events(source.lifelines, source.init, events, program):
+        key = (event.lifeline, event.guard)
+        if event.kind == "choice" and key in guards and event.outcome is not None:
+            yield event, event.outcome, monitor.value(guards[key])

@@ -280,7 +280,7 @@ class JsonLines:
         from .names import Schema
         names = self.vars
         if names is None:
-            first = JsonLines(self.source, self.origin, warn=lambda _: None)
+            first = self.again()
             first.header()
             for _ in first.events():
                 pass
@@ -288,6 +288,11 @@ class JsonLines:
         extra = {} if predicates is None else {"predicates": predicates}
         return Schema(lifelines=self.lifelines, variables=frozenset(names),
                       symbols=None if self.symbols is None else frozenset(self.symbols), **extra)
+
+    def again(self) -> "JsonLines":
+        """A fresh reader of the same stream (a reader's ``events()`` runs once), quiet:
+        this one says what is wrong with the stream."""
+        return JsonLines(self.source, self.origin, warn=lambda _: None)
 
     def trace(self):
         """Read every event into a whole ``Trace`` (for evaluators that need them all)."""

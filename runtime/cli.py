@@ -8,11 +8,9 @@ errors and guards or choreographies that do not parse, resolve or check.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
-import tempfile
 
 import cpl
 from cpl import GuardError, Schema
@@ -89,88 +87,6 @@ def _print_monitor(args, schema) -> int:
     return EXIT_OK
 
 
-def cmd_eval(args) -> int:
-    from cpl import offline, reference
-    from cpl.msc import Trace
-    from cpl.tracefile import open_trace
-
-    def warn(text: str) -> None:
-        print(f"warning: {text}", file=sys.stderr)
-
-    # A document is loaded and checked whole; a .jsonl stream is checked and evaluated one
-    # event at a time, its output held in a spool until the last line has passed the
-    # check: nothing is printed from a malformed trace (spec/trace.md).
-    source = open_trace(args.trace, warn)
-    streamed = not isinstance(source, Trace)
-    if args.lifeline is not None and args.lifeline not in source.lifelines:
-        raise GuardError(f"--lifeline: unknown lifeline '{args.lifeline}' "
-                         f"(the trace has {', '.join(source.lifelines)})")
-    schema = source.schema()
-    checked = cpl.check(args.guard, schema)
-    try:
-        if args.engine == "reference":
-            trace = source.trace() if streamed else source
-            results = reference.evaluate_all(trace, checked.formula, args.lifeline)
-            streamed = False
-        else:
-            results = offline.evaluations(source, args.guard, args.lifeline, schema=schema)
-        with tempfile.SpooledTemporaryFile(8 << 20, "w+", encoding="utf-8") as spool:
-            if args.format == "jsonl":
-                _eval_jsonl(results, source.lifelines, spool if streamed else sys.stdout)
-            else:
-                widths = _eval_text_rows(results, checked.canonical, spool)
-            spool.seek(0)
-            if args.format == "text":
-                for line in spool:
-                    row = json.loads(line)
-                    sys.stdout.write(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  "
-                                     f"{row[2]:<6}  {row[3]}\n")
-            else:
-                for chunk in iter(lambda: spool.read(1 << 16), ""):
-                    sys.stdout.write(chunk)
-    except MemoryError:
-        raise TraceError("the trace is too large to evaluate in memory; write it as .jsonl",
-                         args.trace) from None
-    return EXIT_OK
-
-
-def _eval_jsonl(results, lifelines, out) -> None:
-    """One JSON object per evaluated event.  The lines differ only in the event id, its
-    lifeline and the value, so only the id is encoded per line (json.dumps of a whole dict
-    per line cost more than monitoring the event: bench/README.md, P6); the bytes are
-    json.dumps's."""
-    from json.encoder import encode_basestring_ascii as quoted  # json.dumps of a str, in C
-
-    lanes = {name: json.dumps(name) for name in lifelines}
-    batch = []
-    for event, value in results:
-        batch.append(f'{{"event": {quoted(event.id)}, "lifeline": {lanes[event.lifeline]}, '
-                     f'"value": {"true" if value else "false"}}}\n')
-        if len(batch) == 4096:
-            out.write("".join(batch))
-            batch.clear()
-    out.write("".join(batch))
-
-
-def _eval_text_rows(results, canonical: str, spool) -> list[int]:
-    """Rows for people, first as JSON arrays in the spool: the column widths are known only
-    at the end.  "(recorded X)" only at choices that recorded this same guard."""
-    widths = [0, 0]
-    for event, value in results:
-        note = (f"  (recorded {str(event.outcome).lower()})"
-                if event.outcome is not None and event.guard == canonical else "")
-        row = [_shown(event.id), _shown(event.lifeline), event.kind, str(value).lower() + note]
-        widths = [max(widths[0], len(row[0])), max(widths[1], len(row[1]))]
-        spool.write(json.dumps(row) + "\n")
-    return widths
-
-
-def _shown(name: str) -> str:
-    """A name as text output shows it: as is, or JSON-quoted if it holds a line break or
-    another character that would make the table lie."""
-    return name if name.isprintable() else json.dumps(name, ensure_ascii=False)
-
-
 def _choreography(args):
     from choreo import load_one
     return load_one(args.choreo, args.name)
@@ -233,20 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "--monitor lifeline); the other lifelines' monitors show what they ship")
     check.set_defaults(run=cmd_check)
 
-    evaluate = commands.add_parser(
-        "eval", help="evaluate a guard at every event of a cpl-msc/1 trace",
-        description="Evaluate GUARD at every event of TRACE (a JSON or msgpack document, or a "
-        ".jsonl stream, read one event at a time), in trace order.")
-    evaluate.add_argument("trace", metavar="TRACE", help="TRACE.json, TRACE.msgpack or TRACE.jsonl "
-                          "(sniffed when the suffix is another)")
-    evaluate.add_argument("guard", metavar="GUARD")
-    evaluate.add_argument("--lifeline", metavar="NAME", help="only the events of this lifeline")
-    evaluate.add_argument("--format", choices=("text", "jsonl"), default="text")
-    evaluate.add_argument("--engine", choices=("monitor", "reference"), default="monitor",
-                          help="the online monitor (default) or the literal reference evaluator")
-    evaluate.set_defaults(run=cmd_eval)
-    _add_choreography_commands(commands)
+    from .cli_eval import add_eval_command
     from .cli_run import add_run_commands
+    add_eval_command(commands)
+    _add_choreography_commands(commands)
     add_run_commands(commands)
     return parser
 

@@ -99,3 +99,28 @@ def test_recorded_note_only_at_choices_that_recorded_this_guard():
     assert "(recorded true)" in same.stdout  # the same guard, written differently
     other = cpl("eval", FIG2, "@TestRunner(status == passed)")
     assert other.returncode == 0 and "recorded" not in other.stdout
+
+
+@pytest.mark.parametrize("engine", ["monitor", "reference"])
+@pytest.mark.parametrize("suffix", [".json", ".jsonl"])
+def test_without_a_guard_every_recorded_decision_is_rechecked(tmp_path, engine, suffix):
+    trace = tmp_path / f"run{suffix}"
+    run = cpl("run", "examples/code_review.py", "--sim", "--seed", "3", "--arg", "rounds=4",
+              "--trace", str(trace))
+    assert run.returncode == 0, run.stderr
+    result = cpl("eval", str(trace), "--engine", engine)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[-1] == "9 decisions re-checked: all agree"  # 5 loop tests, 4 merges
+    assert all(line.endswith("agrees") for line in lines[:-1])
+
+
+def test_a_recorded_outcome_that_the_semantics_contradicts_is_exit_1(tmp_path):
+    document = json.loads(open(FIG2, encoding="utf-8").read())
+    document["events"][-1]["outcome"] = False  # c3's guard holds: recording false is a lie
+    forged = tmp_path / "forged.json"
+    forged.write_text(json.dumps(document))
+    result = cpl("eval", str(forged), "--format", "jsonl")
+    assert result.returncode == 1
+    assert json.loads(result.stdout) == {"event": "c3", "lifeline": "Committer",
+                                         "recorded": False, "value": True}

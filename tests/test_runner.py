@@ -21,7 +21,6 @@ from choreo import Choreography
 from choreo.machine import Runner
 from choreo.plan import prepare
 from choreo.simulate import Simulator, simulate
-from choreo.status import RunFailure
 
 
 def two_messages():

@@ -1,0 +1,148 @@
+"""``cpl eval``: a guard at every event of a trace, or every recorded decision re-checked.
+
+A document is loaded and checked whole; a ``.jsonl`` stream is checked and
+evaluated one event at a time, its output held in a spool until the last
+line has passed the check: nothing is printed from a malformed trace
+(trace.md).  Without a guard, each recorded decision's guard is evaluated at
+its event and compared with the recorded outcome: exit 1 if any differs.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+
+import cpl
+from cpl import GuardError
+from cpl.errors import TraceError
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+def cmd_eval(args) -> int:
+    from cpl import offline, reference
+    from cpl.msc import Trace
+    from cpl.tracefile import open_trace
+
+    def warn(text: str) -> None:
+        print(f"warning: {text}", file=sys.stderr)
+
+    source = open_trace(args.trace, warn)
+    streamed = not isinstance(source, Trace)
+    if args.lifeline is not None and args.lifeline not in source.lifelines:
+        raise GuardError(f"--lifeline: unknown lifeline '{args.lifeline}' "
+                         f"(the trace has {', '.join(source.lifelines)})")
+    schema = source.schema()
+    if args.guard is None:
+        return _recheck(args, source, schema)
+    checked = cpl.check(args.guard, schema)
+    try:
+        if args.engine == "reference":
+            trace = source.trace() if streamed else source
+            results = reference.evaluate_all(trace, checked.formula, args.lifeline)
+            streamed = False
+        else:
+            results = offline.evaluations(source, args.guard, args.lifeline, schema=schema)
+        with tempfile.SpooledTemporaryFile(8 << 20, "w+", encoding="utf-8") as spool:
+            if args.format == "jsonl":
+                _eval_jsonl(results, source.lifelines, spool if streamed else sys.stdout)
+            else:
+                widths = _eval_text_rows(results, checked.canonical, spool)
+            spool.seek(0)
+            if args.format == "text":
+                for line in spool:
+                    row = json.loads(line)
+                    sys.stdout.write(f"{row[0]:<{widths[0]}}  {row[1]:<{widths[1]}}  "
+                                     f"{row[2]:<6}  {row[3]}\n")
+            else:
+                for chunk in iter(lambda: spool.read(1 << 16), ""):
+                    sys.stdout.write(chunk)
+    except MemoryError:
+        raise TraceError("the trace is too large to evaluate in memory; write it as .jsonl",
+                         args.trace) from None
+    return EXIT_OK
+
+
+def _eval_jsonl(results, lifelines, out) -> None:
+    """One JSON object per evaluated event.  The lines differ only in the event id, its
+    lifeline and the value, so only the id is encoded per line (json.dumps of a whole dict
+    per line cost more than monitoring the event: bench/README.md, P6); the bytes are
+    json.dumps's."""
+    from json.encoder import encode_basestring_ascii as quoted  # json.dumps of a str, in C
+
+    lanes = {name: json.dumps(name) for name in lifelines}
+    batch = []
+    for event, value in results:
+        batch.append(f'{{"event": {quoted(event.id)}, "lifeline": {lanes[event.lifeline]}, '
+                     f'"value": {"true" if value else "false"}}}\n')
+        if len(batch) == 4096:
+            out.write("".join(batch))
+            batch.clear()
+    out.write("".join(batch))
+
+
+def _eval_text_rows(results, canonical: str, spool) -> list[int]:
+    """Rows for people, first as JSON arrays in the spool: the column widths are known only
+    at the end.  "(recorded X)" only at choices that recorded this same guard."""
+    widths = [0, 0]
+    for event, value in results:
+        note = (f"  (recorded {str(event.outcome).lower()})"
+                if event.outcome is not None and event.guard == canonical else "")
+        row = [_shown(event.id), _shown(event.lifeline), event.kind, str(value).lower() + note]
+        widths = [max(widths[0], len(row[0])), max(widths[1], len(row[1]))]
+        spool.write(json.dumps(row) + "\n")
+    return widths
+
+
+def _shown(name: str) -> str:
+    """A name as text output shows it: as is, or JSON-quoted if it holds a line break or
+    another character that would make the table lie."""
+    return name if name.isprintable() else json.dumps(name, ensure_ascii=False)
+
+
+def _recheck(args, source, schema) -> int:
+    """Every recorded decision: its guard's value now against the recorded outcome."""
+    from cpl import offline, reference
+    from cpl.msc import Trace
+
+    if args.engine == "reference":
+        trace = source if isinstance(source, Trace) else source.trace()
+        checks = iter(reference.recheck(trace))
+    else:
+        checks = offline.decisions(source, schema=schema)
+    rows, differ = [], 0
+    for event, recorded, computed in checks:  # held until the whole trace has checked
+        if args.lifeline is None or event.lifeline == args.lifeline:
+            rows.append((event.id, event.lifeline, event.label or "", recorded, computed))
+            differ += recorded != computed
+    out = sys.stdout
+    for ident, lifeline, label, recorded, computed in rows:
+        if args.format == "jsonl":
+            out.write(json.dumps({"event": ident, "lifeline": lifeline, "recorded": recorded,
+                                  "value": computed}) + "\n")
+        else:
+            verdict = "agrees" if recorded == computed else "DIFFERS"
+            out.write(f"{_shown(ident)}  {_shown(lifeline)}  {_shown(label)}: recorded "
+                      f"{str(recorded).lower()}, computed {str(computed).lower()}  {verdict}\n")
+    if args.format == "text":
+        print(f"{len(rows)} decision{'' if len(rows) == 1 else 's'} re-checked: "
+              + (f"{differ} differ" if differ else "all agree"))
+    return EXIT_FAILED if differ else EXIT_OK
+
+
+def add_eval_command(commands) -> None:
+    evaluate = commands.add_parser(
+        "eval", help="evaluate a guard at every event of a trace, or re-check its decisions",
+        description="Evaluate GUARD at every event of TRACE (a JSON or msgpack document, or a "
+        ".jsonl stream, read one event at a time), in trace order. Without GUARD, re-check "
+        "every recorded decision: its guard's value at its event against the recorded "
+        "outcome (exit 1 if any differs).")
+    evaluate.add_argument("trace", metavar="TRACE", help="TRACE.json, TRACE.msgpack or "
+                          "TRACE.jsonl (sniffed when the suffix is another)")
+    evaluate.add_argument("guard", metavar="GUARD", nargs="?")
+    evaluate.add_argument("--lifeline", metavar="NAME", help="only the events of this lifeline")
+    evaluate.add_argument("--format", choices=("text", "jsonl"), default="text")
+    evaluate.add_argument("--engine", choices=("monitor", "reference"), default="monitor",
+                          help="the online monitor (default) or the literal reference evaluator")
+    evaluate.set_defaults(run=cmd_eval)
