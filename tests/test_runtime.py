@@ -1,0 +1,199 @@
+"""``cpl run`` over real processes (no ``--sim``), re-checked against the semantics.
+
+Each test runs the installed ``cpl`` as a subprocess: one supervisor and one
+``cpl lifeline NAME --stdin`` process per lifeline over ZeroMQ on 127.0.0.1.
+The trace it writes is then judged by what the run cannot influence: every
+recorded decision is recomputed by the reference semantics
+(``cpl.reference.recheck``) and by the online monitor replaying the recorded
+trace (``cpl.offline.evaluate_trace``); every receive has its send and the
+sends without one are exactly ``meta.in_transit``; the results the processes
+report are the stores the trace's updates lead to.  Deaths (``kill -9`` of a
+lifeline or of the supervisor), Ctrl-C and ``--timeout`` must end the run
+within seconds, with a trace that says how, and leave no process behind.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import pytest
+
+from cpl.tracefile import load_trace
+from runtime_util import (EXAMPLES, Cpl, check_messages, check_results, check_semantics,
+                          events_per_lifeline, lifeline_processes, run_cpl, tagged, wait_until)
+
+CODE_REVIEW = str(EXAMPLES / "code_review.py")
+REVIEWERS = {"Orchestrator", "TestRunner", "Security", "Committer"}
+
+
+def _names(processes: dict) -> set[str]:
+    """The lifeline names on ``cpl lifeline NAME --stdin`` command lines."""
+    found = set()
+    for line in processes.values():
+        words = line.split()
+        if "lifeline" in words and words.index("lifeline") + 1 < len(words):
+            found.add(words[words.index("lifeline") + 1])
+    return found
+
+
+def _ok_trace(path, lifelines) -> object:
+    trace = load_trace(path)
+    meta = trace.meta
+    assert meta["status"] == "ok", meta
+    assert meta["processes"] is True
+    assert meta["in_transit"] == [] and meta["unplaced"] == 0, meta
+    assert "rejected_frames" not in meta, meta
+    assert set(events_per_lifeline(trace)) == set(lifelines)
+    check_messages(trace)
+    check_results(trace)
+    return trace
+
+
+@pytest.mark.parametrize("suffix, rounds", [("json", 4), ("jsonl", 12), ("msgpack", 25)])
+def test_code_review_runs_as_four_processes_and_every_decision_rechecks(tmp_path, suffix, rounds):
+    trace_path = tmp_path / f"review.{suffix}"
+    with Cpl(tmp_path, "run", CODE_REVIEW, "--arg", f"rounds={rounds}", "--seed", "3",
+             "--trace", str(trace_path)) as cpl:
+        seen: dict[int, str] = {}
+        while cpl.process.poll() is None and time.monotonic() - cpl.started < 60:
+            seen.update(lifeline_processes(cpl.tag))
+            time.sleep(0.02)
+        code = cpl.wait(60)
+        assert code == 0, cpl.err
+        assert len(seen) == 4 and _names(seen) == REVIEWERS, seen  # one process each
+        assert all(pid != cpl.process.pid for pid in seen)
+        assert wait_until(lambda: not tagged(cpl.tag), 5.0), tagged(cpl.tag)
+        out = cpl.out
+    trace = _ok_trace(trace_path, REVIEWERS)
+    decisions = check_semantics(trace)
+    merges = [e for e in trace.events if e.label == "merge?"]
+    assert len(merges) == rounds and decisions == 2 * rounds + 1  # the loop's tests + merge?
+    results = trace.meta["results"]
+    assert results["Orchestrator"]["round"] == rounds
+    assert results["Orchestrator"]["merges"] == sum(e.outcome for e in merges)
+    assert f"Orchestrator: round = {rounds}, merges = {results['Orchestrator']['merges']}" in out
+
+
+def test_relay_over_processes_reads_the_newest_value_whatever_arrives_last(tmp_path):
+    trace_path = tmp_path / "relay.jsonl"
+    code, out, err, _ = run_cpl(tmp_path, "run", str(EXAMPLES / "relay.py"), "--trace",
+                                str(trace_path))
+    assert code == 0, err
+    trace = _ok_trace(trace_path, {"Device", "RelayA", "RelayB", "Indicator"})
+    assert check_semantics(trace) == 1
+    (decision,) = [e for e in trace.events if e.kind == "choice"]
+    assert (decision.lifeline, decision.outcome) == ("Indicator", False)
+    assert trace.meta["results"]["Indicator"]["lit"] is False
+    assert "Indicator:" in out and "lit = false" in out
+
+
+def test_parallel_tools_over_processes(tmp_path):
+    trace_path = tmp_path / "tools.json"
+    code, out, err, _ = run_cpl(tmp_path, "run", str(EXAMPLES / "parallel_tools.py"),
+                                "--seed", "1", "--trace", str(trace_path))
+    assert code == 0, err
+    trace = _ok_trace(trace_path, {"Agent", "Search", "Calculator"})
+    assert check_semantics(trace) == 1
+    agent = [e for e in trace.events if e.lifeline == "Agent"]
+    assert sum(e.kind == "send" for e in agent) == 2 and sum(e.kind == "recv" for e in agent) == 2
+    assert trace.meta["results"]["Agent"]["answer"]
+
+
+def test_insecure_runs_end_to_end(tmp_path):
+    trace_path = tmp_path / "insecure.json"
+    code, _, err, _ = run_cpl(tmp_path, "run", CODE_REVIEW, "--arg", "rounds=6", "--insecure",
+                              "--trace", str(trace_path))
+    assert code == 0, err
+    trace = _ok_trace(trace_path, REVIEWERS)
+    assert check_semantics(trace) == 13
+
+
+# ------------------------------------------------------------------ ends that are not ok
+
+def _long_run(tmp_path, trace_path, *extra):
+    return Cpl(tmp_path, "run", CODE_REVIEW, "--arg", "rounds=100000", "--trace",
+               str(trace_path), *extra)
+
+
+def _under_way(cpl, trace_path=None) -> dict[int, str]:
+    """The four lifeline processes, once they are all up and the run has gone on a while."""
+    found = wait_until(lambda: len(lifeline_processes(cpl.tag)) == 4, 30.0)
+    assert found, f"four lifelines never ran; stderr:\n{cpl.err}"
+    time.sleep(1.5)  # well into the run: messages in flight everywhere
+    processes = lifeline_processes(cpl.tag)
+    assert _names(processes) == REVIEWERS, processes
+    return processes
+
+
+def _no_process_left(cpl, within: float = 5.0) -> None:
+    left = wait_until(lambda: not tagged(cpl.tag), within)
+    assert left, f"processes left behind: {tagged(cpl.tag)}"
+
+
+def _cut_trace(trace_path, status):
+    trace = load_trace(trace_path)
+    assert trace.meta["status"] == status, trace.meta
+    assert len(trace.events) > 100  # the run was well under way
+    assert check_semantics(trace) > 10
+    check_messages(trace)
+    assert trace.meta["unplaced"] == 0
+    return trace
+
+
+def test_kill_9_of_a_lifeline_ends_the_run_as_died_with_a_trace_that_rechecks(tmp_path):
+    trace_path = tmp_path / "killed.jsonl"
+    with _long_run(tmp_path, trace_path) as cpl:
+        processes = _under_way(cpl)
+        (victim,) = [pid for pid, line in processes.items() if " TestRunner " in f"{line} "]
+        os.kill(victim, signal.SIGKILL)
+        killed = time.monotonic()
+        code = cpl.wait(20)
+        ended = time.monotonic() - killed
+        assert code == 1, cpl.err
+        assert ended < 8.0, f"the run took {ended:.1f} s to end after the kill"
+        assert "TestRunner" in cpl.err and "died" in cpl.err, cpl.err
+        _no_process_left(cpl)
+    trace = _cut_trace(trace_path, "died")
+    assert trace.meta["died"] == {"lifeline": "TestRunner", "exit": None, "signal": 9}
+    assert "TestRunner" in trace.meta["error"]
+
+
+def test_kill_9_of_the_supervisor_ends_every_lifeline(tmp_path):
+    with _long_run(tmp_path, tmp_path / "orphans.json") as cpl:
+        _under_way(cpl)
+        os.kill(cpl.process.pid, signal.SIGKILL)
+        killed = time.monotonic()
+        cpl.process.wait(5)
+        gone = wait_until(lambda: not lifeline_processes(cpl.tag), 8.0)
+        after = time.monotonic() - killed
+        assert gone, f"lifelines outlived their supervisor: {lifeline_processes(cpl.tag)}"
+        assert after < 5.0, f"the lifelines took {after:.1f} s to notice"
+
+
+def test_ctrl_c_interrupts_with_exit_130_and_a_trace_that_says_so(tmp_path):
+    trace_path = tmp_path / "interrupted.msgpack"
+    with _long_run(tmp_path, trace_path) as cpl:
+        _under_way(cpl)
+        os.kill(cpl.process.pid, signal.SIGINT)
+        interrupted = time.monotonic()
+        code = cpl.wait(20)
+        assert code == 130, cpl.err
+        assert time.monotonic() - interrupted < 8.0
+        _no_process_left(cpl)
+    trace = _cut_trace(trace_path, "interrupted")
+    assert "died" not in trace.meta
+
+
+def test_timeout_stops_a_long_run(tmp_path):
+    trace_path = tmp_path / "timeout.jsonl"
+    with _long_run(tmp_path, trace_path, "--timeout", "2") as cpl:
+        code = cpl.wait(30)
+        took = time.monotonic() - cpl.started
+        assert code == 1, cpl.err
+        assert took < 2 + 10, f"--timeout 2 took {took:.1f} s"
+        assert "--timeout" in cpl.err
+        _no_process_left(cpl)
+    trace = _cut_trace(trace_path, "timeout")
+    check_results(trace)
