@@ -44,12 +44,25 @@ class FrameRejected(ValueError):
         self.reason = reason
 
 
+class FrameTooLarge(ValueError):
+    """A message whose frame is larger than any receiver takes (``MAX_FRAME``)."""
+
+
 def encode(run: str, message, seq: int) -> bytes:
-    """The frame of a ``choreo.machine.Message`` sent as the sender's ``seq``-th message."""
+    """The frame of a ``choreo.machine.Message`` sent as the sender's ``seq``-th message.
+
+    A frame over ``MAX_FRAME`` is ``FrameTooLarge`` here, at the sender: the receiver's
+    ZMQ_MAXMSGSIZE would drop it with the connection that carried it, silently, and the
+    run would wait for that message until its ``--timeout``."""
     kind, ident, path = message.key
-    return msgpack.packb(
+    frame = msgpack.packb(
         (VERSION, run, message.sender, seq, kind, ident, path, message.values, message.label,
          message.outcome, message.metadata.encode()), use_bin_type=True)
+    if len(frame) > MAX_FRAME:
+        raise FrameTooLarge(f"{message.sender} cannot send {message.label or 'a message'!r} to "
+                            f"{message.receiver}: its frame is {len(frame)} bytes, the most a "
+                            f"lifeline takes is {MAX_FRAME} (1 MiB)")
+    return frame
 
 
 class Inbound:
