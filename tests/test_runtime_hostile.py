@@ -385,3 +385,14 @@ def test_insecure_lifeline_takes_plain_frames_and_still_checks_them(tmp_path):
         _finish_and_check(live, [first, from_c, second, third], {"x": 0, "y": 7})
     finally:
         live.close()
+
+
+def test_the_sender_refuses_a_frame_no_receiver_would_take():
+    """ZMQ_MAXMSGSIZE drops a frame over MAX_FRAME at the receiver without a word: the
+    sender must know first."""
+    from runtime.wire import FrameTooLarge, encode
+    _, _, (first, *_) = _prepared()
+    fits = first._replace(values={"x": "x" * (MAX_FRAME - 1000)})
+    assert len(encode("run", fits, 1)) <= MAX_FRAME
+    with pytest.raises(FrameTooLarge, match="first.*to B.*1 MiB"):
+        encode("run", first._replace(values={"x": "x" * MAX_FRAME}), 1)
