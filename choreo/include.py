@@ -117,25 +117,10 @@ class _Copier:
 
 def _rename(node, renames: dict[str, str]):
     """The formula with every lifeline name mapped (``@A(...)``, ``@A.x``, ``Seen(A)``)."""
-    changes = {}
-    if isinstance(node, (ast.At, ast.Seen)):
-        changes["lifeline"] = renames.get(node.lifeline, node.lifeline)
-    for field in ("left", "right", "body"):
-        child = getattr(node, field, None)
-        if child is not None and not isinstance(child, (ast.Const, ast.Var, ast.Symbol,
-                                                         ast.Remote)):
-            changes[field] = _rename(child, renames)
-        elif isinstance(child, ast.Remote):
-            changes[field] = attrs.evolve(child, lifeline=renames.get(child.lifeline,
-                                                                      child.lifeline))
-    if isinstance(node, ast.Pred):
-        changes["args"] = tuple(_term(a, renames) for a in node.args)
-    if isinstance(node, ast.Truth):
-        changes["term"] = _term(node.term, renames)
-    return attrs.evolve(node, **changes) if changes else node
-
-
-def _term(term, renames):
-    if isinstance(term, ast.Remote):
-        return attrs.evolve(term, lifeline=renames.get(term.lifeline, term.lifeline))
-    return term
+    def term(t):
+        return ast.rebuild(t, lifeline=renames.get(t.lifeline, t.lifeline)) \
+            if isinstance(t, ast.Remote) else t
+    changes = ({"lifeline": renames.get(node.lifeline, node.lifeline)}
+               if isinstance(node, (ast.At, ast.Seen)) else {})
+    return ast.rebuild(node, [_rename(c, renames) for c in ast.children(node)],
+                       [term(t) for t in ast.terms(node)], **changes)

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import attrs
 
-from cpl import ast
+from cpl.references import references
 from . import model
 from .errors import ChoreographyError
 from .model import Act, If, Parallel, Send, While
@@ -242,25 +242,10 @@ def _join(a: dict, b: dict) -> dict:
 def _reads(formula, owner: str):
     """(lifeline, variable or None) pairs a guard reads; ``P φ`` bodies are not followed."""
     found: dict = {}
-
-    def visit(node, at: str) -> None:
-        if isinstance(node, ast.Past) and not isinstance(node.body, ast.At):
-            return
-        if isinstance(node, (ast.At, ast.Seen)):
-            found.setdefault((node.lifeline, None), None)
-            if isinstance(node, ast.At):
-                visit(node.body, node.lifeline)
-            return
-        for term in ast.terms(node):
-            if isinstance(term, ast.Var):
-                found.setdefault((at, term.name), None)
-            elif isinstance(term, ast.Remote):
-                found.setdefault((term.lifeline, None), None)
-                found.setdefault((term.lifeline, term.name), None)
-        for child in ast.children(node):
-            visit(child, at)
-
-    visit(formula, owner)
+    for r in references(formula, owner, follow_past=False):
+        if r.kind == "remote":
+            found.setdefault((r.lifeline, None), None)
+        found.setdefault((r.lifeline, r.variable), None)
     return list(found)
 
 

@@ -16,11 +16,11 @@ for the raw events again, so the fast path keeps no index per event.
 
 from __future__ import annotations
 
-import difflib
 import math
 from types import MappingProxyType
 
 from .errors import TraceError
+from .names import did_you_mean
 from .issued import Issued
 from .msc import KINDS, Event, Trace
 from .tracecodec import FORMAT, value_problem
@@ -52,13 +52,6 @@ def parse_trace(data, origin: str = "trace", *, owned: bool = False) -> Trace:
     events = [event(item) for item in raw]
     meta = checker.meta(data.get("meta"))
     return Trace(checker.lifelines, checker.init, events, checker.vars, checker.symbols, meta)
-
-
-def _suggest(name, known) -> str:
-    if len(known) > 10_000:  # in a huge trace the search would take longer than it helps
-        return ""
-    close = difflib.get_close_matches(str(name), sorted(map(str, known)), n=1, cutoff=0.6)
-    return f"; did you mean '{close[0]}'?" if close else ""
 
 
 def _type_name(value) -> str:
@@ -108,7 +101,7 @@ class Checker:
                                 f'is a line of its own and meta is the last line '
                                 f'{{"end": META}}')
             if key not in fields:
-                raise self.fail(f"unknown top-level field {key!r}{_suggest(key, fields)} "
+                raise self.fail(f"unknown top-level field {key!r}{did_you_mean(key, fields)} "
                                 f"(fields are {', '.join(fields)})")
         if "format" not in data:
             raise self.fail(f'missing "format": add "format": "{FORMAT}"')
@@ -167,7 +160,7 @@ class Checker:
             raise self.fail(f"{what} must be a lifeline name, found {_type_name(name)}",
                             index, event_id)
         if name not in self.lifelines:
-            raise self.fail(f"{what}: unknown lifeline {name!r}{_suggest(name, self.lifelines)} "
+            raise self.fail(f"{what}: unknown lifeline {name!r}{did_you_mean(name, self.lifelines)} "
                             f"(lifelines: {', '.join(self.lifelines) or 'none'}); add it to "
                             f'"lifelines" or fix the name', index, event_id)
         return name
@@ -193,7 +186,7 @@ class Checker:
                                 f"strings", index, event_id)
             if self.declared is not None and key not in self.declared:
                 raise self.fail(f"{where} assigns {key!r}, which \"vars\" does not declare"
-                                f"{_suggest(key, self.declared)}; add it to \"vars\"",
+                                f"{did_you_mean(key, self.declared)}; add it to \"vars\"",
                                 index, event_id)
             self.value(value, f"{where}: {key!r}", index, event_id)
 
@@ -236,7 +229,7 @@ class Checker:
                                 f"send (event #{later} {later_id!r}); list events in causal "
                                 f"order, every send before its receive", index, event.id)
             raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which no "
-                            f"earlier event sends{_suggest(msg, self.open)}", index, event.id)
+                            f"earlier event sends{did_you_mean(msg, self.open)}", index, event.id)
         if found is None:
             send_index, send_id = self._first(index, kind="send", msg=msg)
             to = next((item.get("to") for _, item in self._raw(send_index, send_index + 1)),
@@ -266,7 +259,7 @@ class Checker:
         if not item.keys() <= _EVENT_FIELD_SET:
             key = next(key for key in item if key not in _EVENT_FIELD_SET)
             raise self.fail(f"{_head(index, event_id)}: unknown field {key!r}"
-                            f"{_suggest(key, _EVENT_FIELDS)} (fields are "
+                            f"{did_you_mean(key, _EVENT_FIELDS)} (fields are "
                             f"{', '.join(_EVENT_FIELDS)})", index, event_id)
         ids, lifeline = self.ids, item.get("lifeline")  # Issued.fresh, inline
         counted = type(lifeline) is str and event_id == ids.expect.get(lifeline)
@@ -285,7 +278,7 @@ class Checker:
         if kind not in KINDS:
             found = "missing \"kind\"" if kind is None else f"unknown kind {kind!r}"
             raise self.bad(index, event_id, lifeline, f"{found}"
-                           f"{_suggest(kind, KINDS) if kind else ''}; expected act, send, recv "
+                           f"{did_you_mean(kind, KINDS) if kind else ''}; expected act, send, recv "
                            f"or choice")
         get = item.get
         to, msg, updates = get("to"), get("msg"), get("set")
