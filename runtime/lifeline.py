@@ -39,7 +39,7 @@ from choreo.machine import Message, calls, expected_messages
 from choreo.plan import prepare
 from choreo.status import RunFailure
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
-from .wire import MAX_FRAME, FrameRejected, Inbound, encode
+from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 BEAT = 0.5  # seconds between heartbeats
 IDLE = 0.05  # seconds of idleness before the supervisor is told (deadlock detection)
@@ -228,7 +228,12 @@ class Lifeline:
         self.log.write(event)  # on disk before anyone can see its message
         if message is not None:
             self.log.ship(control)
-            frame = encode(self.c.run, message, runner.sent)
+            try:
+                frame = encode(self.c.run, message, runner.sent)
+            except FrameTooLarge as error:  # the send happened; its message cannot travel
+                self.status, self.error = "failed", RunFailure(
+                    self.c.lifeline, event.id, str(error), kind="message").render()
+                return
             outbox = outboxes[message.receiver]
             while not self.stopping:
                 try:
@@ -257,12 +262,9 @@ class Lifeline:
 
     def _accept(self, frame) -> None:
         try:
+            signer = frame.get("User-Id") if self.c.keys is not None else None
             key, sender, values, metadata, label, outcome, msg_id = \
-                self.inbound.check(frame.bytes, self.runner.taken)
-            if self.c.keys is not None and frame.get("User-Id") != sender:
-                self.inbound.rejected["impostor"] += 1
-                raise FrameRejected("impostor", f"signed by {frame.get('User-Id')!r}, "
-                                    f"claims to be {sender!r}")
+                self.inbound.check(frame.bytes, self.runner.taken, signer)
             self.runner.deliver(Message(key, sender, self.c.lifeline, values, metadata, label,
                                         outcome, msg_id))
         except (FrameRejected, ValueError) as rejected:

@@ -41,6 +41,7 @@ from .merge import merge, read_log
 HELLO_TIMEOUT = 60.0  # seconds for every lifeline to load its choreography and say hello
 JOIN_TIMEOUT = 300.0  # the same when lifelines are started by hand on other hosts
 SILENCE = 5.0  # seconds without a heartbeat: the lifeline is dead
+BEAT = 0.5  # seconds between the supervisor's pings (a lifeline that hears none, leaves)
 STOP_GRACE = 5.0  # seconds a stopped child has to exit before it is killed
 
 
@@ -183,6 +184,7 @@ class Supervisor:
         deadline = None if self.timeout is None else started + self.timeout
         endpoints: dict[str, str] = {}
         probe = None  # (wave number, the reports it must confirm)
+        pinged = started
         try:
             while True:
                 if control.poll(100):
@@ -192,6 +194,10 @@ class Supervisor:
                         _send(control, name, t="start", endpoints=endpoints)
                     self.started = True
                 now = time.monotonic()
+                if self.started and now - pinged > BEAT:  # we live: lifelines wait for us
+                    for name in self.lifelines:
+                        _send(control, name, t="ping")
+                    pinged = now
                 ended = self._ended(children, endpoints, started, now)
                 if ended is not None:
                     return ended
@@ -247,9 +253,11 @@ class Supervisor:
             if now - self.beats.get(name, now) > SILENCE:
                 return self._died(name, None, f"no heartbeat for {SILENCE:g} s")
         ends = [self.reports.get(name, {}) for name in self.lifelines]
+        failed = [r for r in ends if r.get("status") == FAILED]
+        if failed:  # one lifeline cannot go on: the run has failed, whatever the others do
+            return self._meta(FAILED, failed[0].get("error"))
         if all(r.get("state") == "end" for r in ends):
-            failed = [r for r in ends if r.get("status") == FAILED]
-            return self._meta(FAILED, failed[0].get("error")) if failed else self._meta(OK)
+            return self._meta(OK)
         return None
 
     def _deadlock(self, control, probe):
