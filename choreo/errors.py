@@ -26,10 +26,21 @@ class Where:
     line: int
 
     def __str__(self) -> str:
-        return f"{self.path}:{self.line}"
+        return f"{shown_path(self.path)}:{self.line}"
 
 
 UNKNOWN = Where("<unknown>", 0)
+
+
+def shown_path(path: str) -> str:
+    """A path as a compiler shows it: relative to the working directory when below it."""
+    if not os.path.isabs(path):
+        return path
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith(os.pardir) else relative
 
 
 def caller() -> Where:
@@ -70,7 +81,7 @@ class ChoreographyError(Exception):
         elif self.where is UNKNOWN:
             head = f"error: {self.message}"
         else:
-            head = f"{self.where.path}: error: {self.message}"
+            head = f"{shown_path(self.where.path)}: error: {self.message}"
         return head + ("\n" + self.detail if self.detail else "")
 
     def __str__(self) -> str:

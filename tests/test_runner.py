@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import random
 import sys
 
@@ -134,7 +135,7 @@ def test_an_action_that_raises_fails_the_run_naming_lifeline_event_and_line():
     result = failing(raise_value_error)
     assert result.status == "failed"
     line = raise_value_error.__code__.co_firstlineno + 1
-    assert f"{__file__}:{line}: error: B, event B.2: action 'compute x' raised ValueError: " \
+    assert f"{os.path.relpath(__file__)}:{line}: error: B, event B.2: action 'compute x' raised ValueError: " \
            f"no model" == result.error
     assert [e.id for e in result.trace.events] == ["A.1", "A.2", "B.1"]
     assert result.trace.meta["status"] == "failed" and result.trace.meta["error"] == result.error
