@@ -30,6 +30,7 @@ import msgpack
 
 from cpl.metadata import Metadata, MetadataError
 from cpl.tracecodec import value_problem
+from cpl.values import UNSET
 
 VERSION = 1
 MAX_FRAME = 1 << 20  # bytes; also the receiving socket's ZMQ_MAXMSGSIZE
@@ -142,6 +143,11 @@ class Inbound:
             metadata = Metadata.decode(meta, self.entries)
         except MetadataError as error:
             raise FrameRejected("metadata", str(error)) from None
+        for view in metadata.vars:  # values the receiver's guards read (@A.x): JSON values too
+            for value in view:
+                problem = None if value is UNSET else value_problem(value)
+                if problem:
+                    raise FrameRejected("metadata", f"a variable view {problem}")
         self._check_clock(sender, metadata.vc, taken)
         self.last_seq[sender] = seq
         return (kind, ident, tuple(path)), sender, values, metadata, label, outcome, \
