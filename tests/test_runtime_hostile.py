@@ -396,3 +396,17 @@ def test_the_sender_refuses_a_frame_no_receiver_would_take():
     assert len(encode("run", fits, 1)) <= MAX_FRAME
     with pytest.raises(FrameTooLarge, match="first.*to B.*1 MiB"):
         encode("run", first._replace(values={"x": "x" * MAX_FRAME}), 1)
+
+
+def test_variable_views_in_the_metadata_are_checked_like_values(tmp_path):
+    """B's guard reads @A.x from the metadata's variable views, not from the values: a NaN
+    or a value nested past the limit there must be refused like one in the values."""
+    from runtime.wire import FrameRejected
+    inbound, (first, second, *_) = _inbound()
+    for bad in (math.nan, math.inf, _deep(150), b"bytes"):
+        meta = first.metadata._replace(vars=((bad,), *first.metadata.vars[1:]))
+        with pytest.raises(FrameRejected, match="metadata: a variable view"):
+            inbound.check(_encoded(first, meta=meta.encode()), 0)
+    assert inbound.rejected == {"metadata": 4}
+    assert inbound.check(_encoded(first), 0)[6] == "A:1"  # UNSET views pass
+    assert any(v is not None for view in first.metadata.vars for v in view)
