@@ -281,3 +281,24 @@ def test_a_lifeline_waiting_long_for_a_slow_action_elsewhere_is_not_taken_for_de
     assert "B: x = 2" in out
     trace = _ok_trace(trace_path, {"A", "B"})
     assert check_semantics(trace) == 1
+
+
+def test_results_of_lifelines_without_declared_results_are_their_final_stores_as_in_sim(tmp_path):
+    """No ``c.result``: each lifeline's result is its whole store at the end, over processes
+    as with --sim (a variable first set during the run included)."""
+    choreography = _write(tmp_path, "plain", """
+        from choreo import Choreography
+        c = plain = Choreography("plain")
+        A, B = c.lifelines("A", "B")
+        x = c.var("x", int)
+        c.set(A, x=1)
+        c.send(A, B, x, label="x")
+    """)
+    code, simulated, err, _ = run_cpl(tmp_path, "run", choreography, "--sim")
+    assert code == 0, err
+    assert simulated.splitlines() == ["A: x = 1", "B: x = 1"]
+    trace_path = tmp_path / "plain.json"
+    code, out, err, _ = run_cpl(tmp_path, "run", choreography, "--trace", str(trace_path))
+    assert code == 0, err
+    assert out == simulated
+    check_results(_ok_trace(trace_path, {"A", "B"}))
