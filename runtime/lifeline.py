@@ -113,7 +113,7 @@ class Lifeline:
         self.inbound = Inbound(connection.run, name, plan.lifelines,
                                expected_messages(plan.projection.program(name)),
                                len(plan.lifelines))
-        self.expected = plan.choreography.results.get(name) or tuple(self.runner.store)
+        self.expected = plan.choreography.results.get(name)  # None: the whole store
         self.received = 0
         self.stopping = False
         self.status, self.error = "running", None
@@ -157,6 +157,8 @@ class Lifeline:
             try:
                 with Awaiter() as self.wait:
                     self._run(inbox, control, outboxes)
+                self.log.ship(control)
+                self._report(control, "end", final=True)  # results as they are at the stop
             finally:
                 beats.stop()
             return 0
@@ -273,12 +275,13 @@ class Lifeline:
             return
         self.received += 1
 
-    def _report(self, control, state: str, probe=None) -> None:
-        results = {x: self.runner.store[x] for x in self.expected if x in self.runner.store}
+    def _report(self, control, state: str, probe=None, final: bool = False) -> None:
+        store = self.runner.store
+        results = {x: store[x] for x in self.expected or store if x in store}
         send_control(control, t="state", state=state, status=self.status, error=self.error,
                      sent=self.runner.sent, received=self.received, taken=self.runner.taken,
                      results=results, waiting=self.runner.waiting(),
-                     rejected=dict(self.inbound.rejected), probe=probe)
+                     rejected=dict(self.inbound.rejected), probe=probe, final=final)
 
 
 def _order(frame: bytes) -> dict:

@@ -134,7 +134,8 @@ class Supervisor:
                 meta = self._watch(control, children)
                 for name in self.lifelines:
                     _send(control, name, t="stop")
-                children.wait(STOP_GRACE)
+                self._last_words(control, children)
+                meta["results"] = self._results()
             control.close(0)
         finally:
             signal.signal(signal.SIGTERM, previous)
@@ -210,6 +211,25 @@ class Supervisor:
                                       + "; ".join(waits))
         except KeyboardInterrupt:
             return self._meta(INTERRUPTED, "interrupted")
+
+    def _last_words(self, control, children: Children) -> None:
+        """After ``stop``: every lifeline's final report (its results), until all have said
+        it or exited — at most ``STOP_GRACE`` seconds."""
+        deadline = time.monotonic() + STOP_GRACE
+        for report in self.reports.values():
+            report.pop("final", None)
+        while time.monotonic() < deadline:
+            finished = set(children.exited()) | {name for name, r in self.reports.items()
+                                                  if r.get("final")}
+            if finished >= set(self.lifelines):
+                break
+            if control.poll(50):
+                self._hear(control, {})
+        children.wait(max(0.0, deadline - time.monotonic()))
+
+    def _results(self) -> dict:
+        return {name: self.reports[name].get("results", {}) for name in self.lifelines
+                if name in self.reports}
 
     def _hear(self, control, endpoints: dict) -> None:
         while True:
@@ -296,7 +316,7 @@ class Supervisor:
                 "hosts": {name: self.placement.get(name, self.host) for name in self.lifelines}}
         if error:
             meta["error"] = error
-        meta["results"] = {name: r.get("results", {}) for name, r in self.reports.items()}
+        meta["results"] = self._results()
         rejected = {name: r["rejected"] for name, r in self.reports.items() if r.get("rejected")}
         if rejected:
             meta["rejected_frames"] = rejected
