@@ -35,7 +35,7 @@ import attrs
 from cpl.errors import EvaluationError
 from cpl.monitor import Monitor
 from cpl.msc import Event
-from . import actions
+from . import actions, model
 from .local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend, walk
 from .status import RunFailure
 
@@ -75,6 +75,14 @@ def calls(option: Option) -> bool:
     """An action with a function: the driver must ``start`` it and pass its value to fire."""
     want = option[1].want
     return want[0] == "act" and want[1].fn is not None
+
+
+class Undeliverable(ValueError):
+    """A message the Runner refuses: ``reason`` is ``duplicate`` or ``values``."""
+
+    def __init__(self, reason: str, message: str):
+        super().__init__(message)
+        self.reason = reason
 
 
 class Frame:
@@ -122,9 +130,18 @@ class Runner:
     # ------------------------------------------------------------ the driver's calls
 
     def deliver(self, message: Message) -> None:
-        """``message`` arrived; it waits in the inbox until the receive that wants it."""
+        """``message`` arrived; it waits in the inbox until the receive that wants it.
+        ``ValueError`` if it is a second copy, or assigns a value its variable's
+        declaration does not allow (a frame from outside is not trusted)."""
         if message.key in self.inbox:
-            raise ValueError(f"{self.name} already holds message {message.key!r}")
+            raise Undeliverable("duplicate", f"{self.name} already holds message "
+                                f"{message.key!r}")
+        for name, value in message.values.items():
+            declared = self.variables.get(name)
+            if declared is None or not model.conforms(value, declared.type):
+                raise Undeliverable("values", f"message {message.msg_id or message.key!r} gives {name} = "
+                                 f"{value!r:.60}, which is not "
+                                 f"{model.type_name(declared.type) if declared else 'declared'}")
         self.inbox[message.key] = message
 
     def enabled(self) -> list[Option]:

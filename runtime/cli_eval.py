@@ -114,7 +114,7 @@ def _recheck(args, source, schema) -> int:
     rows, differ = [], 0
     for event, recorded, computed in checks:  # held until the whole trace has checked
         if args.lifeline is None or event.lifeline == args.lifeline:
-            rows.append((event.id, event.lifeline, event.label or "", recorded, computed))
+            rows.append((event.id, event.lifeline, event.label or event.guard, recorded, computed))
             differ += recorded != computed
     out = sys.stdout
     for ident, lifeline, label, recorded, computed in rows:

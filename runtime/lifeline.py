@@ -35,7 +35,7 @@ import zmq
 
 from choreo import load_one
 from choreo.actions import Awaiter
-from choreo.machine import Message, calls, expected_messages
+from choreo.machine import Message, Undeliverable, calls, expected_messages
 from choreo.plan import prepare
 from choreo.status import RunFailure
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
@@ -112,7 +112,7 @@ class Lifeline:
         self.schedule = random.Random(f"{connection.seed}:{name}:threads")
         self.inbound = Inbound(connection.run, name, plan.lifelines,
                                expected_messages(plan.projection.program(name)),
-                               len(plan.lifelines))
+                               plan.monitors.carried)
         self.expected = plan.choreography.results.get(name)  # None: the whole store
         self.received = 0
         self.stopping = False
@@ -267,9 +267,13 @@ class Lifeline:
             signer = frame.get("User-Id") if self.c.keys is not None else None
             key, sender, values, metadata, label, outcome, msg_id = \
                 self.inbound.check(frame.bytes, self.runner.taken, signer)
-            self.runner.deliver(Message(key, sender, self.c.lifeline, values, metadata, label,
-                                        outcome, msg_id))
-        except (FrameRejected, ValueError) as rejected:
+            try:
+                self.runner.deliver(Message(key, sender, self.c.lifeline, values, metadata,
+                                            label, outcome, msg_id))
+            except Undeliverable as error:  # a second copy, or a value of the wrong type
+                self.inbound.rejected[error.reason] += 1
+                raise FrameRejected(error.reason, str(error)) from None
+        except FrameRejected as rejected:
             print(f"cpl lifeline {self.c.lifeline}: refused a frame: {rejected}",
                   file=sys.stderr)
             return
