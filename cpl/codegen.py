@@ -10,14 +10,16 @@ subformula:
 
     atom α           read the store / the variable views; an unset term makes it false
     Y θ              y_θ, θ's value saved before this event (0 before A's first event)
-    @B(θ), B ≠ A     bit k of views[B]         (views[B] is 0 while no B-event is visible)
+    @B(θ), B ≠ A     bit k of views[b]         (views[b] is 0 while no B-event is visible)
     θ1 S θ2          θ2 or (θ1 and v_self), v_self still holding the previous value
     ! && ||          not / and / or on values already computed
 
 Every slot is computed at every event (atoms and predicates included); the
 connectives short-circuit only over values already at hand.  A's own view
 (a bitmask of its exported slots) and variable view are updated as the paper
-says.  ``SlotProgram.source`` is the generated text, for reading beside the
+says.  ``vc``, ``views`` and ``varviews`` have one entry per lifeline in
+``carried`` (b is B's position there): a lifeline no guard reads has none, and
+one that is not carried does not count its own events.  ``SlotProgram.source`` is the generated text, for reading beside the
 paper (``cpl check GUARD --monitor A`` prints it), and is registered with
 ``linecache`` so tracebacks and debuggers show its lines.  Per-event costs were
 measured in bench/ (P1, P1 local), which is why the own clock entry is a cell of
@@ -55,10 +57,12 @@ def _guarded(entry):
 
 
 def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped, exported,
-                     predicates):
+                     carried, predicates):
     """Return (source, factory): ``factory(init)`` builds lifeline ``index``'s monitor state
     and returns its event steps ``(act, send, receive, choice, values, clock, views, varviews, store)``.
     """
+    at = {name: p for p, name in enumerate(carried)}  # lifeline -> its entries' position
+    me = at.get(lifeline)  # None: nobody reads this lifeline, it ships no entry of its own
     namespace = {"U": UNSET, "new": tuple.__new__, "Metadata": _metadata_class()}
     constants: dict = {}  # (type, value) -> name bound in namespace, for values repr cannot carry
 
@@ -90,9 +94,9 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             name = f"t{len(reads)}"
             reads[t] = name
             if isinstance(t, ast.Remote) and t.lifeline != lifeline:
-                b = lifelines.index(t.lifeline)
-                k = shipped[b].variables.index(t.name)
-                head.append(f"{name} = varviews[{b}][{k}]  # {_comment(term_text(t))}")
+                k = shipped[lifelines.index(t.lifeline)].variables.index(t.name)
+                head.append(f"{name} = varviews[{at[t.lifeline]}][{k}]  # "
+                            f"{_comment(term_text(t))}")
             else:
                 head.append(f"{name} = store.get({constant(t.name)}, U)  # "
                             f"{_comment(term_text(t))}")
@@ -146,8 +150,8 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
     for i, node in enumerate(slots):
         kind = type(node)
         if kind is ast.At:  # only B != A gets a slot of its own
-            b = lifelines.index(node.lifeline)
-            k = exported_at[b][node.body]
+            k = exported_at[lifelines.index(node.lifeline)][node.body]
+            b = at[node.lifeline]
             code = f"views[{b}] >> {k} & 1" if k else f"views[{b}] & 1"
         elif kind is ast.Prev:
             code = old(slot_of[node.body])
@@ -166,29 +170,32 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
     own = shipped[index]
     evaluate = [f"y{i} = v{i}" for i in sorted(olds)] + head + body
     if exported:  # ``<< 0`` too: it turns a bool slot into the int a bitmask must be
-        evaluate.append(f"views[{index}] = " + " | ".join(
+        evaluate.append(f"views[{me}] = " + " | ".join(
             f"v{s} << {k}" for k, s in enumerate(exported)))
-    own_vars = (f"varviews[{index}] = "
+    own_vars = (f"varviews[{me}] = "
                 f"({''.join(f'store.get({constant(x)}, U), ' for x in own.variables)})")
     # ``store |= updates`` is dict.update without the method lookup and call: a third of
     # the cost of a local step (bench/README.md, P1 local).  It rebinds ``store``, hence
     # the ``nonlocal store`` of act and receive.
     store_update = ["if updates:", "    store |= updates"] + (["    " + own_vars] if own.variables else [])
-    merge = []
-    for b in range(len(lifelines)):
-        if b == index:
+    merge = []  # only carried lifelines have entries to compare and copy
+    for b, name in enumerate(carried):
+        if b == me:
             continue
-        merge += [f"if mvc[{b}] > vc[{b}]:  # ahead on {_comment(lifelines[b])}: copy its entries",
+        merge += [f"if mvc[{b}] > vc[{b}]:  # ahead on {_comment(name)}: copy its entries",
                   f"    vc[{b}] = mvc[{b}]"]
-        if shipped[b].formulas or shipped[b].variables:
+        exports = shipped[lifelines.index(name)]
+        if exports.formulas or exports.variables:
             merge += [f"    views[{b}] = mviews[{b}]", f"    varviews[{b}] = mvars[{b}]"]
     # A's own clock entry lives in the cell ``own`` (a cell add is cheaper than a list
     # item add, and every event pays it); ``send`` and ``clock()`` write it back to vc.
-    count = ["own += 1"]
+    # A lifeline that is not carried has no entry: it counts nothing.
+    count = ["own += 1"] if me is not None else []
+    write_own = [f"vc[{me}] = own"] if me is not None else []
 
     def function(signature, doc, steps, result=None, updates=False):
         """One event step; it rebinds the kept slots, and ``store`` if it applies updates."""
-        rebound = ["store"] * updates + ["own"] + [f"v{i}" for i in sorted(kept)]
+        rebound = ["store"] * updates + ["own"] * (me is not None) + [f"v{i}" for i in sorted(kept)]
         declare = [f"nonlocal {', '.join(rebound)}"] if rebound else []
         lines = [f"    def {signature}:", f'        """{doc}"""']
         lines += ["        " + line for line in declare + steps]
@@ -196,14 +203,16 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             lines.append(f"        return {result}")
         return lines
 
-    initial_varviews = ", ".join(f"({'U, ' * len(e.variables)})" for e in shipped)
+    initial_varviews = ", ".join(f"({'U, ' * len(shipped[lifelines.index(b)].variables)})"
+                                 for b in carried)
     lines = [
         "def monitor(init):",
         f'    """The monitor of lifeline {index}: Definition 4 state, Algorithm 1 steps,',
         f'    Algorithm 2 inlined ({len(slots)} slots, bottom-up, old values in v*/y*)."""',
-        f"    vc = [0] * {len(lifelines)}",
-        f"    own = 0  # the own entry of vc ({_comment(lifeline)}); send and clock() write it to vc[{index}]",
-        f"    views = [0] * {len(lifelines)}",
+        f"    vc = [0] * {len(carried)}  # entries of carried lifelines only",
+        *([f"    own = 0  # the own entry of vc ({_comment(lifeline)}); send and clock() write it to vc[{me}]"]
+          if me is not None else [f"    # no own entry ({_comment(lifeline)}): not carried, no guard reads it"]),
+        f"    views = [0] * {len(carried)}",
         f"    varviews = [{initial_varviews}]",
         "    store = dict(init)",
         *(["    " + own_vars] if own.variables else []),
@@ -211,7 +220,7 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         *function("act(updates=None)", "A local action.", store_update + count + evaluate,
                   updates=True),
         *function("send()", "A send: count, evaluate, return the metadata to ship.",
-                  count + evaluate + [f"vc[{index}] = own"],
+                  count + evaluate + write_own,
                   "new(Metadata, (tuple(vc), tuple(views), tuple(varviews)))"),
         *function("receive(message, updates=None)", "A receive: merge views where the message is ahead.",
                   ["mvc, mviews, mvars = message"] + merge + store_update + count + evaluate,
@@ -220,8 +229,8 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         "    def values():",
         f"        return {{{', '.join(f'{i}: v{i}' for i in sorted(kept))}}}",
         "    def clock():",
-        '        """The vector clock, this lifeline\'s own count included."""',
-        f"        vc[{index}] = own",
+        '        """The clock entries of the carried lifelines, this one\'s own count included."""',
+        *["        " + line for line in write_own],
         "        return vc",
         "    return act, send, receive, choice, values, clock, views, varviews, store",
     ]

@@ -7,7 +7,12 @@ Who evaluates what (export-set pruning, cpl.md "The monitor"):
   others can read it from B's view — and ships exactly those θ, plus the
   variables read as ``@B.x``;
 * evaluating a formula at A needs its subformulas at A, except below
-  ``@B(θ)`` with B ≠ A, which is read from A's view of B.
+  ``@B(θ)`` with B ≠ A, which is read from A's view of B;
+* only the lifelines some guard reads (``Program.carried``: a non-empty export
+  set) have entries in the metadata — clock, view and variable view — so its
+  size depends on the guards, not on how many lifelines take part.  Every
+  lifeline keeps and relays those entries, read or not: a guard at C may
+  learn of an A-event only through U.
 
 Each lifeline's slots are numbered bottom-up (children before parents), and
 its monitor — Algorithm 1 with Algorithm 2 inlined — is generated as
@@ -58,9 +63,16 @@ class Program:
     exports: tuple[Exports, ...]  # indexed like lifelines
     locals: tuple[SlotProgram, ...]  # indexed like lifelines
     guards: tuple[OwnedFormula, ...]
+    # The lifelines whose entries travel, in metadata order: vc, views and varviews of
+    # the monitors and of every Metadata are indexed by position here.
+    carried: tuple[str, ...]
 
     def index(self, lifeline: str) -> int:
         return self.lifelines.index(lifeline)
+
+    def position(self, lifeline: str) -> int | None:
+        """Where ``lifeline``'s entries are in the metadata; None if they do not travel."""
+        return self.carried.index(lifeline) if lifeline in self.carried else None
 
     def local(self, lifeline: str) -> SlotProgram:
         return self.locals[self.index(lifeline)]
@@ -71,7 +83,8 @@ def compile_guards(guards: Iterable[OwnedFormula], lifelines: Iterable[str], *, 
     """Compile primitive guards (see ``cpl.desugar``) for the given lifelines.
 
     ``prune=False`` makes every lifeline evaluate and ship every subformula
-    and variable: the unpruned monitor the property tests compare against.
+    and variable, and carries every lifeline: the unpruned monitor the property
+    tests compare against.
     """
     guards = tuple(guards)
     lifelines = tuple(lifelines)
@@ -95,14 +108,17 @@ def compile_guards(guards: Iterable[OwnedFormula], lifelines: Iterable[str], *, 
         names = tuple(dict.fromkeys(t.name for f in everything for t in ast.terms(f)
                                     if isinstance(t, (ast.Var, ast.Remote))))
         shipped = tuple(Exports(everything, names) for _ in lifelines)
+    carried = tuple(b for b, e in zip(lifelines, shipped) if e.formulas or e.variables) \
+        if prune else lifelines
     locals_ = []
     for index, lifeline in enumerate(lifelines):
         roots = [g.formula for g in guards if g.owner in (None, lifeline)]
         roots += list(shipped[index].formulas)
         if not prune:
             roots = list(_every_subformula(formulas))
-        locals_.append(_compile_local(lifeline, index, roots, lifelines, shipped, predicates))
-    return Program(lifelines, shipped, tuple(locals_), guards)
+        locals_.append(_compile_local(lifeline, index, roots, lifelines, shipped, carried,
+                                      predicates))
+    return Program(lifelines, shipped, tuple(locals_), guards, carried)
 
 
 def _every_subformula(formulas) -> tuple:
@@ -116,7 +132,8 @@ def _every_subformula(formulas) -> tuple:
     return tuple(distinct)
 
 
-def _compile_local(lifeline, index, roots, lifelines, shipped, predicates) -> SlotProgram:
+def _compile_local(lifeline, index, roots, lifelines, shipped, carried,
+                   predicates) -> SlotProgram:
     slot_of: dict = {}
     slots: list = []
 
@@ -147,5 +164,5 @@ def _compile_local(lifeline, index, roots, lifelines, shipped, predicates) -> Sl
         need(root)
     exported = tuple(need(f) for f in shipped[index].formulas)
     source, factory = generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
-                                       exported, predicates)
+                                       exported, carried, predicates)
     return SlotProgram(lifeline, index, tuple(slots), slot_of, exported, source, factory)

@@ -3,7 +3,9 @@
 One immutable value, one compact msgpack encoding, defined here and nowhere
 else.  Views are bitmasks (bit k of ``views[B]`` is the k-th subformula
 exported by B); variable views hold values, with ``UNSET`` for a variable
-never set there.  Lifelines nobody reads cost one byte each.
+never set there.  Only the lifelines some guard reads have entries
+(``Program.carried``, in that order): the others cost nothing, so the size
+depends on the guards, not on how many lifelines take part.
 """
 
 from __future__ import annotations
@@ -34,14 +36,15 @@ class Metadata(NamedTuple):
                              use_bin_type=True)
 
     @classmethod
-    def decode(cls, data: bytes, lifelines: int | None = None) -> "Metadata":
-        """Inverse of ``encode``; checks the shape (``lifelines`` entries when given)."""
+    def decode(cls, data: bytes, entries: int | None = None) -> "Metadata":
+        """Inverse of ``encode``; checks the shape (``entries`` entries when given: the
+        number of carried lifelines, ``len(Program.carried)``)."""
         try:
             vc, views, variables = msgpack.unpackb(data, ext_hook=_decode_unset, raw=False,
                                                    strict_map_key=False)
         except (ValueError, TypeError, msgpack.UnpackException) as error:
             raise MetadataError(f"metadata is not a msgpack [vc, views, vars] triple: {error}") from None
-        n = len(vc) if lifelines is None else lifelines
+        n = len(vc) if entries is None else entries
         if not (isinstance(vc, list) and len(vc) == n
                 and all(type(c) is int and c >= 0 for c in vc)):
             raise MetadataError(f"metadata clock must be {n} non-negative integers, got {vc!r}")

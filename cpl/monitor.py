@@ -1,6 +1,8 @@
 """One lifeline's monitor: Algorithm 1 of the CPL paper (event update and view propagation).
 
-State (the paper's Definition 4), for lifeline A:
+State (the paper's Definition 4), for lifeline A, with one entry per lifeline B
+in ``Program.carried`` (those some guard reads; B's entries are at B's position
+there, and a lifeline nobody reads has none, and costs no byte on the wire):
 
     vc        vector clock: vc[B] = how many B-events are in A's causal past
     views     views[B] = bitmask of the subformulas B exports, at the latest visible B-event
@@ -10,12 +12,20 @@ State (the paper's Definition 4), for lifeline A:
 
 Every event of A:
 
-    receive only:  for each B ≠ A where the message is strictly ahead (μ.vc[B] > vc[B]):
-                   copy views[B] and varviews[B] from the message, vc[B] ← μ.vc[B]
+    receive only:  for each carried B ≠ A where the message is strictly ahead
+                   (μ.vc[B] > vc[B]): copy views[B] and varviews[B] from the message,
+                   vc[B] ← μ.vc[B]
     act/receive:   apply the event's store update
-    every event:   vc[A] += 1; evaluate all slots bottom-up (Algorithm 2),
+    every event:   vc[A] += 1 if A is carried; evaluate all slots bottom-up (Algorithm 2),
                    Y and S reading the previous local values; set views[A]
     send only:     the message carries (vc, views, varviews)
+
+A lifeline that is not carried still keeps and forwards the carried entries it
+has seen: a guard at C may learn of an A-event only through it.  Entries of
+lifelines left out are exactly those no guard can read, so leaving them out
+changes no value (the property tests check it against the unpruned monitor,
+which carries every lifeline).  The trace's full vector clocks are the
+recorder's business (``cpl.clocks``), not the monitor's.
 
 Entries for B mean something only while vc[B] > 0; before that they are 0 /
 UNSET, which Algorithm 2 reads as "no B-event visible".  The steps are
@@ -58,7 +68,9 @@ class Monitor:
 
     @property
     def vc(self) -> list[int]:
-        """The vector clock (the steps keep the own entry aside; this writes it back)."""
+        """The clock entries of the carried lifelines only, indexed like ``Program.carried``
+        (the steps keep the own entry aside; this writes it back).  Not the trace's clock:
+        that is ``cpl.clocks``."""
         return self._clock()
 
     @property

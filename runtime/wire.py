@@ -73,12 +73,15 @@ class Inbound:
     send it to this lifeline and which variables it assigns (from the projection).
     """
 
-    def __init__(self, run: str, me: str, lifelines, expects: dict, clock_entries: int):
+    def __init__(self, run: str, me: str, lifelines, expects: dict, carried):
         self.run, self.me = run, me
         self.lifelines = tuple(lifelines)
         self.index = {name: i for i, name in enumerate(self.lifelines)}
         self.expects = expects
-        self.entries = clock_entries  # how many clock entries the metadata carries
+        # the lifelines whose clock entries the metadata carries, in its order
+        # (``Program.carried``): a lifeline no guard reads has no entry
+        self.carried = {name: i for i, name in enumerate(carried)}
+        self.entries = len(self.carried)  # how many clock entries the metadata carries
         self.last_seq: dict[str, int] = {}
         self.last_clock: dict[str, int] = {}
         self.rejected: collections.Counter = collections.Counter()
@@ -155,16 +158,18 @@ class Inbound:
 
     def _check_clock(self, sender: str, vc, taken: int) -> None:
         """The sender's own entry grows with every message; nobody saw more of my events
-        than I took.  (Entries of lifelines the metadata leaves out are not checked.)"""
-        if len(vc) != len(self.lifelines):
-            return
-        own = vc[self.index[sender]]
-        if own <= self.last_clock.get(sender, 0):
+        than I took.  Only carried lifelines have entries: the sender's is checked if the
+        sender is carried, mine if I am."""
+        position = self.carried.get(sender)
+        own = vc[position] if position is not None else None
+        if own is not None and own <= self.last_clock.get(sender, 0):
             raise FrameRejected("clock", f"{sender}'s clock went back to {own}")
-        if vc[self.index[self.me]] > taken:
-            raise FrameRejected("clock", f"the clock claims {vc[self.index[self.me]]} events "
+        mine = self.carried.get(self.me)
+        if mine is not None and vc[mine] > taken:
+            raise FrameRejected("clock", f"the clock claims {vc[mine]} events "
                                 f"of {self.me}, which has taken {taken}")
-        self.last_clock[sender] = own
+        if own is not None:
+            self.last_clock[sender] = own
 
 
 def _names(values) -> str:

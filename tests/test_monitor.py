@@ -10,6 +10,7 @@ from cpl.metadata import Metadata, MetadataError
 from cpl.monitor import Monitor
 from cpl.offline import evaluate_trace
 from cpl.tracefile import load_trace, parse_trace
+from cpl.values import UNSET
 
 LIFELINES = ("Orchestrator", "TestRunner", "Security", "Committer")
 SCHEMA = cpl.Schema(lifelines=LIFELINES, variables=frozenset({"status", "candidate", "x"}))
@@ -90,14 +91,62 @@ def test_exports_are_pruned_to_what_is_read_remotely():
 
 
 def test_metadata_round_trips_and_does_not_grow_with_local_guards():
-    _, _, small = monitors_for(PAPER_GUARD)
+    _, program, small = monitors_for(PAPER_GUARD)
     small["TestRunner"].act({"candidate": "c7", "status": "passed"})
     frame = small["TestRunner"].send()
-    assert Metadata.decode(frame.encode(), 4) == frame
-    more = PAPER_GUARD + " && candidate != x && Y Y candidate == x && @Orchestrator(x == 1)"
+    assert Metadata.decode(frame.encode(), len(program.carried)) == frame
+    more = PAPER_GUARD + " && candidate != x && Y Y candidate == x"
     _, _, big = monitors_for(more)
     big["TestRunner"].act({"candidate": "c7", "status": "passed"})
     assert len(big["TestRunner"].send().encode()) == len(frame.encode())
+    # a guard reading Orchestrator adds Orchestrator's entries (clock, view, variable
+    # view: one byte each here), which every lifeline relays, and nothing else
+    _, wider, other = monitors_for(PAPER_GUARD + " && @Orchestrator(x == 1)")
+    assert wider.carried == ("Orchestrator", "TestRunner", "Security")
+    other["TestRunner"].act({"candidate": "c7", "status": "passed"})
+    assert len(other["TestRunner"].send().encode()) == len(frame.encode()) + 3
+
+
+def test_only_the_lifelines_some_guard_reads_are_carried():
+    _, program, m = monitors_for(PAPER_GUARD)
+    assert program.carried == ("TestRunner", "Security")
+    assert program.position("Security") == 1 and program.position("Committer") is None
+    m["Committer"].act({"candidate": "c7"})
+    assert m["Committer"].send() == Metadata((0, 0), (0, 0), ((UNSET,), (UNSET,)))
+    _, unpruned, _ = monitors_for(PAPER_GUARD, prune=False)
+    assert unpruned.carried == LIFELINES
+
+
+def test_metadata_size_does_not_depend_on_how_many_lifelines_take_part():
+    def frame(lifelines):
+        schema = cpl.Schema(lifelines=lifelines, variables=SCHEMA.variables)
+        program = compile_guards([OwnedFormula("Committer", cpl.check(PAPER_GUARD, schema).primitive)],
+                                 lifelines)
+        tester = Monitor(program, "TestRunner")
+        tester.act({"candidate": "c7", "status": "passed"})
+        return tester.send().encode()
+    assert frame(LIFELINES + tuple(f"U{i}" for i in range(252))) == frame(LIFELINES)
+
+
+def test_a_lifeline_nobody_reads_relays_the_entries_of_those_read():
+    """TestRunner -> Orchestrator -> Committer: the Committer learns of TestRunner's pass
+    only through Orchestrator, which is not carried (no entry of its own) but must keep
+    and forward TestRunner's, and must not forward an older view over a newer one."""
+    primitive, program, m = monitors_for("@TestRunner(status == passed)")
+    assert "Orchestrator" not in program.carried
+    m["TestRunner"].act({"status": "passed"})
+    m["Orchestrator"].receive(m["TestRunner"].send())
+    m["TestRunner"].act({"status": "failed"})
+    failed = m["TestRunner"].send()
+    relayed = m["Orchestrator"].send()
+    assert relayed.vc == (2,) and relayed.views == (1,)
+    m["Committer"].receive(relayed)
+    m["Committer"].choice()
+    assert m["Committer"].value(primitive) is True
+    m["Committer"].receive(failed)
+    m["Committer"].receive(m["Orchestrator"].send())  # older news on TestRunner: ignored
+    m["Committer"].choice()
+    assert m["Committer"].value(primitive) is False
 
 
 @pytest.mark.parametrize("frame, problem", [

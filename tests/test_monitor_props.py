@@ -6,6 +6,10 @@ operator, processed in a random linear extension, the monitor's value at
 every event equals the reference evaluator's (which computes the causal past
 by graph reachability and reads sugar literally).  Also: two linear
 extensions agree, and the pruned monitor agrees with the unpruned one.
+
+The same with up to 20 more lifelines that no formula reads, which exchange
+messages with the others and relay between read lifelines: their entries do
+not travel (``Program.carried``), yet what they relay must reach the guards.
 """
 
 from __future__ import annotations
@@ -16,11 +20,11 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cpl import desugar, to_text
+from cpl import ast, desugar, to_text
 from cpl.compile import OwnedFormula, compile_guards
 from cpl.offline import replay
 from cpl.reference import Evaluator
-from msc_gen import SYMBOLS, VALUES, VARIABLES, mscs, relinearise
+from msc_gen import SYMBOLS, VALUES, VARIABLES, mscs, mscs_with_unread, relinearise
 from strategies import formulas
 
 # CI runs enough MSC/formula pairs to matter (issue #3 asks for >= 2,000).
@@ -77,5 +81,43 @@ def test_two_linear_extensions_agree(case):
 @given(cases())
 def test_pruned_monitor_equals_unpruned(case):
     trace, formula, seed = case
+    primitive = desugar(formula, trace.lifelines)
+    assert monitor_values(trace, primitive) == monitor_values(trace, primitive, prune=False)
+
+
+def _over(formula, read: tuple):
+    """``formula`` with every unqualified ``P φ`` spelled out over the ``read`` lifelines
+    only (``@R1(O φ) || …``): unqualified, it would read every lifeline of the run."""
+    below = [_over(child, read) for child in ast.children(formula)]
+    node = ast.rebuild(formula, below) if below else formula
+    if type(node) is ast.Past and type(node.body) is not ast.At:
+        return ast.either([ast.At(r, ast.Once(node.body)) for r in read])
+    return node
+
+
+@st.composite
+def unread_cases(draw):
+    trace, read = draw(mscs_with_unread())
+    formula = _over(draw(_formulas_over(read)), read)
+    return trace, read, formula, draw(st.integers(0, 2 ** 32))
+
+
+@settings(max_examples=PAIRS // 2, deadline=None)
+@given(unread_cases())
+def test_monitor_equals_reference_when_unread_lifelines_relay(case):
+    trace, read, formula, seed = case
+    primitive = desugar(formula, trace.lifelines)
+    program = compile_guards([OwnedFormula(None, primitive)], trace.lifelines)
+    assert set(program.carried) <= set(read)  # no unread lifeline has an entry
+    expected = reference_values(trace, formula)
+    got = monitor_values(relinearise(trace, seed), primitive)
+    wrong = sorted(e for e in expected if got[e] != expected[e])
+    assert not wrong, f"{to_text(formula)}: monitor differs from the semantics at {wrong}"
+
+
+@settings(max_examples=PAIRS // 4, deadline=None)
+@given(unread_cases())
+def test_pruned_monitor_equals_unpruned_when_unread_lifelines_relay(case):
+    trace, _, formula, _ = case
     primitive = desugar(formula, trace.lifelines)
     assert monitor_values(trace, primitive) == monitor_values(trace, primitive, prune=False)
