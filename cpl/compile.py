@@ -30,6 +30,7 @@ import attrs
 from . import ast
 from .codegen import generate_monitor
 from .desugar import Exports, exports
+from .metadata import Shape
 from .predicates import DEFAULT, Registry
 from .references import references
 
@@ -69,6 +70,13 @@ class Program:
 
     def index(self, lifeline: str) -> int:
         return self.lifelines.index(lifeline)
+
+    @property
+    def shape(self) -> Shape:
+        """The shape of this program's metadata, for ``Metadata.decode``."""
+        carried = [self.exports[self.index(b)] for b in self.carried]
+        return Shape(tuple(len(e.formulas) for e in carried),
+                     tuple(len(e.variables) for e in carried))
 
     def position(self, lifeline: str) -> int | None:
         """Where ``lifeline``'s entries are in the metadata; None if they do not travel."""

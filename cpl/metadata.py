@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import attrs
 import msgpack
 
 from .values import UNSET
@@ -21,6 +22,16 @@ _UNSET_CODE = 1  # msgpack extension type for UNSET
 
 class MetadataError(ValueError):
     """A metadata frame that does not decode: names what is wrong."""
+
+
+@attrs.frozen
+class Shape:
+    """What a program's metadata must look like, per carried lifeline (``Program.shape``):
+    how many subformula bits its view may have, how many variables its variable view
+    holds.  A frame of another shape would make a monitor read past a view."""
+
+    bits: tuple[int, ...]
+    variables: tuple[int, ...]
 
 
 class Metadata(NamedTuple):
@@ -36,15 +47,17 @@ class Metadata(NamedTuple):
                              use_bin_type=True)
 
     @classmethod
-    def decode(cls, data: bytes, entries: int | None = None) -> "Metadata":
-        """Inverse of ``encode``; checks the shape (``entries`` entries when given: the
-        number of carried lifelines, ``len(Program.carried)``)."""
+    def decode(cls, data: bytes, entries: "int | Shape | None" = None) -> "Metadata":
+        """Inverse of ``encode``; checks the shape: ``entries`` entries when given (the
+        number of carried lifelines, ``len(Program.carried)``), and with a ``Shape``
+        also each view's bits and each variable view's length."""
         try:
             vc, views, variables = msgpack.unpackb(data, ext_hook=_decode_unset, raw=False,
                                                    strict_map_key=False)
         except (ValueError, TypeError, msgpack.UnpackException) as error:
             raise MetadataError(f"metadata is not a msgpack [vc, views, vars] triple: {error}") from None
-        n = len(vc) if entries is None else entries
+        shape = entries if isinstance(entries, Shape) else None
+        n = len(vc) if entries is None else len(shape.variables) if shape else entries
         if not (isinstance(vc, list) and len(vc) == n
                 and all(type(c) is int and c >= 0 for c in vc)):
             raise MetadataError(f"metadata clock must be {n} non-negative integers, got {vc!r}")
@@ -54,7 +67,19 @@ class Metadata(NamedTuple):
         if not (isinstance(variables, list) and len(variables) == n
                 and all(isinstance(v, list) for v in variables)):
             raise MetadataError(f"metadata variable views must be {n} lists, got {variables!r}")
+        if shape is not None:
+            _check_shape(views, variables, shape)
         return cls(tuple(vc), tuple(views), tuple(tuple(v) for v in variables))
+
+
+def _check_shape(views, variables, shape: Shape) -> None:
+    for b, (mask, values, bits, count) in enumerate(zip(views, variables, shape.bits,
+                                                        shape.variables)):
+        if mask >> bits:
+            raise MetadataError(f"metadata view {b} has bits beyond the {bits} it may have")
+        if len(values) != count:
+            raise MetadataError(f"metadata variable view {b} must hold {count} values, "
+                                f"got {len(values)}")
 
 
 def _encode_unset(value):

@@ -112,7 +112,7 @@ class Lifeline:
         self.schedule = random.Random(f"{connection.seed}:{name}:threads")
         self.inbound = Inbound(connection.run, name, plan.lifelines,
                                expected_messages(plan.projection.program(name)),
-                               plan.monitors.carried)
+                               plan.monitors.carried, plan.monitors.shape)
         self.expected = plan.choreography.results.get(name)  # None: the whole store
         self.received = 0
         self.stopping = False

@@ -73,7 +73,7 @@ class Inbound:
     send it to this lifeline and which variables it assigns (from the projection).
     """
 
-    def __init__(self, run: str, me: str, lifelines, expects: dict, carried):
+    def __init__(self, run: str, me: str, lifelines, expects: dict, carried, shape=None):
         self.run, self.me = run, me
         self.lifelines = tuple(lifelines)
         self.index = {name: i for i, name in enumerate(self.lifelines)}
@@ -81,7 +81,8 @@ class Inbound:
         # the lifelines whose clock entries the metadata carries, in its order
         # (``Program.carried``): a lifeline no guard reads has no entry
         self.carried = {name: i for i, name in enumerate(carried)}
-        self.entries = len(self.carried)  # how many clock entries the metadata carries
+        # how many clock entries the metadata carries, or its whole ``Shape``
+        self.entries = shape if shape is not None else len(self.carried)
         self.last_seq: dict[str, int] = {}
         self.last_clock: dict[str, int] = {}
         self.rejected: collections.Counter = collections.Counter()

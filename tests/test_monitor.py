@@ -159,6 +159,18 @@ def test_bad_metadata_frames_are_rejected_with_a_reason(frame, problem):
         Metadata.decode(frame, 4)
 
 
+def test_metadata_of_another_shape_is_rejected_before_a_monitor_reads_past_a_view():
+    _, program, m = monitors_for(PAPER_GUARD)  # TestRunner, Security: one bit, one variable each
+    m["TestRunner"].act({"candidate": "c7", "status": "passed"})
+    good = m["TestRunner"].send()
+    assert Metadata.decode(good.encode(), program.shape) == good
+    for bad, problem in [(good._replace(vars=((), (UNSET,))), "variable view 0 must hold 1"),
+                         (good._replace(views=(2, 0)), "view 0 has bits beyond the 1"),
+                         (good._replace(vc=(1, 0, 0)), "clock must be 2")]:
+        with pytest.raises(MetadataError, match=problem):
+            Metadata.decode(bad.encode(), program.shape)
+
+
 def test_unknown_owner_is_rejected():
     primitive = cpl.check("x == 1", SCHEMA).primitive
     with pytest.raises(ValueError, match="not lifelines"):
