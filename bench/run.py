@@ -2,7 +2,7 @@
 
     python bench/run.py                  # everything (several minutes on 2 cores)
     python bench/run.py --quick          # small sizes, one or two rounds: a smoke run
-    python bench/run.py --only P1,P3     # some of P1, P1-local, P2, P3, P5, P6
+    python bench/run.py --only P1,P3     # some of P1, P1-local, P2, P3, P3-scale, P5, P6
     python bench/run.py --json out.json  # also write every individual measurement
 
 Every ratio is against a baseline measured in the same run; see README.md.
@@ -24,12 +24,14 @@ import p1_local  # noqa: E402
 import p1_mixed  # noqa: E402
 import p2_receive  # noqa: E402
 import p3_metadata  # noqa: E402
+import p3_scale  # noqa: E402
 import p5_simulate  # noqa: E402
 import p6_eval  # noqa: E402
 from timing import table  # noqa: E402
 
 BENCHMARKS = {"P1": p1_mixed.run, "P1-local": p1_local.run, "P2": p2_receive.run,
-              "P3": p3_metadata.run, "P5": p5_simulate.run, "P6": p6_eval.run}
+              "P3": p3_metadata.run, "P3-scale": p3_scale.run, "P5": p5_simulate.run,
+              "P6": p6_eval.run}
 
 
 def machine() -> dict:

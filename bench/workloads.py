@@ -70,6 +70,17 @@ def mixed_trace(n: int, seed: int = 2026) -> Trace:
                         deciders=("Committer",), variables=PAPER_VARS, seed=seed)
 
 
+def scaled_trace(lifelines: int, per_lifeline: int, seed: int = 2028) -> Trace:
+    """P3-scale: the P1 mix over the paper's four lifelines plus ``lifelines - 4`` workers
+    that no guard reads (they act, send and receive like the others, so the paper's
+    lifelines learn of each other through them too); ``per_lifeline`` events per
+    lifeline on average, so a clock entry counts about as high at every size."""
+    names = PAPER_LIFELINES + tuple(f"Worker{i:03}" for i in range(lifelines - len(PAPER_LIFELINES)))
+    return random_trace(per_lifeline * lifelines, names, MIX_P1, paper_updates,
+                        paper_receive_updates, deciders=("Committer",), variables=PAPER_VARS,
+                        seed=seed)
+
+
 # ------------------------------------------------------------------ P2: receive-heavy, 8 lifelines
 
 WIDE_LIFELINES = ("Planner", "Coder", "Tester", "Linter", "Security", "Docs", "Reviewer",

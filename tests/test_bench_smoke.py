@@ -17,6 +17,7 @@ from cpl.tracefile import dump_trace, load_trace
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import p3_metadata  # noqa: E402
+import p3_scale  # noqa: E402
 import run as bench_run  # noqa: E402
 import workloads as w  # noqa: E402
 
@@ -74,9 +75,22 @@ def test_metadata_sizes_are_computed_and_local_guards_do_not_grow_them():
     assert all(len(p3_metadata.naive_json(m, program)) > len(m.encode()) for _, m in sent)
 
 
+def test_scaled_metadata_keeps_its_size_and_its_baseline_is_the_old_layout():
+    lean = {}
+    for count in (4, 24):
+        trace = w.scaled_trace(count, 30)
+        lean[count], before, carried = p3_scale.sizes(trace)
+        assert carried == ("TestRunner", "Security")
+        assert all(a < b for a, b in zip(lean[count], before))
+        # the baseline's clocks are what monitors carrying every lifeline ship
+        unpruned, _ = p3_metadata.messages(trace, [w.GUARD_FULL], prune=False)
+        assert [m.vc for _, m in unpruned] == p3_scale.send_clocks(trace)
+    assert max(lean[24]) <= max(lean[4]) + 2  # two clock entries may need a byte more
+
+
 def test_quick_run_produces_every_benchmark_row(capsys):
     rows = bench_run.run(list(bench_run.BENCHMARKS), quick=True)
-    assert {r.bench for r in rows} == {"P1", "P1 local", "P2", "P3", "P5", "P6"}
+    assert {r.bench for r in rows} == {"P1", "P1 local", "P2", "P3", "P3 scale", "P5", "P6"}
     assert all(r.value > 0 for r in rows)
     assert "bench" in bench_run.table(rows)
     with pytest.raises(SystemExit):
