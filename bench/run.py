@@ -25,13 +25,16 @@ import p1_mixed  # noqa: E402
 import p2_receive  # noqa: E402
 import p3_metadata  # noqa: E402
 import p3_scale  # noqa: E402
+import p4_throughput  # noqa: E402
 import p5_simulate  # noqa: E402
 import p6_eval  # noqa: E402
+import startup  # noqa: E402
 from timing import table  # noqa: E402
 
 BENCHMARKS = {"P1": p1_mixed.run, "P1-local": p1_local.run, "P2": p2_receive.run,
               "P3": p3_metadata.run, "P3-scale": p3_scale.run, "P5": p5_simulate.run,
               "P6": p6_eval.run}
+BENCHMARKS.update({"P4": p4_throughput.run, "startup": startup.run})
 
 
 def machine() -> dict:

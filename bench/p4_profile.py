@@ -1,0 +1,77 @@
+"""Profile one lifeline process of P4's stream (not a benchmark: a tool for P4's analysis).
+
+    python bench/p4_profile.py B [--count 5000] [--insecure] [--out b.prof]
+    python bench/p4_profile.py --cpu [--count 5000] [--insecure]
+
+Runs ``cpl run bench/p4_stream.py`` in this process with the lifeline named
+(A or B) started as ``python -m cProfile -o OUT -m runtime.cli lifeline NAME
+--stdin`` instead of ``cpl lifeline NAME --stdin`` (``runtime.supervisor``'s
+``lifeline_command`` is replaced here, for this process only), then prints
+the top of the profile (cProfile slows the many small Python calls down: read the
+shares, not the absolute times).  With ``--cpu``, no profiler: every lifeline
+reports as it exits the CPU seconds of its whole process (all threads: ZeroMQ's
+I/O thread, the heartbeat, CURVE's authenticator) and of its main thread (the
+run loop); run it with two counts and divide the difference by the messages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pstats
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+import runtime.supervisor as supervisor  # noqa: E402
+from runtime.cli import main as cpl  # noqa: E402
+
+
+# ``cpl lifeline ...`` that prints its CPU seconds as it exits (whole process, main thread)
+_CPU = """
+import atexit, resource, sys, time
+def report():
+    u = resource.getrusage(resource.RUSAGE_SELF)
+    print(f"{sys.argv[2]}: CPU {u.ru_utime + u.ru_stime:.3f} s in all threads, "
+          f"{time.thread_time():.3f} s in the main thread", file=sys.stderr)
+atexit.register(report)
+from runtime.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("lifeline", choices=["A", "B"], nargs="?")
+    parser.add_argument("--cpu", action="store_true", help="CPU seconds per process, no profile")
+    parser.add_argument("--count", type=int, default=5000)
+    parser.add_argument("--insecure", action="store_true")
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--top", type=int, default=30)
+    args = parser.parse_args()
+    out = str(Path(args.out or f"p4-{args.lifeline}.prof").resolve())
+    original = supervisor.lifeline_command
+
+    def command(name):
+        if args.cpu:
+            return [sys.executable, "-c", _CPU, "lifeline", name, "--stdin"]
+        if name != args.lifeline:
+            return original(name)
+        return [sys.executable, "-m", "cProfile", "-o", out, "-m", "runtime.cli", "lifeline",
+                name, "--stdin"]
+
+    supervisor.lifeline_command = command
+    if args.cpu:
+        return cpl(["run", str(Path(__file__).resolve().parent / "p4_stream.py"), "--arg",
+                    f"count={args.count}"] + (["--insecure"] if args.insecure else []))
+    code = cpl(["run", str(Path(__file__).resolve().parent / "p4_stream.py"), "--arg",
+                f"count={args.count}"] + (["--insecure"] if args.insecure else []))
+    stats = pstats.Stats(out)
+    stats.sort_stats("tottime").print_stats(args.top)
+    stats.sort_stats("cumulative").print_stats(args.top)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
