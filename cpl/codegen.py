@@ -19,7 +19,8 @@ connectives short-circuit only over values already at hand.  A's own view
 (a bitmask of its exported slots) and variable view are updated as the paper
 says.  ``vc``, ``views`` and ``varviews`` have one entry per lifeline in
 ``carried`` (b is B's position there): a lifeline no guard reads has none, and
-one that is not carried does not count its own events.  ``SlotProgram.source`` is the generated text, for reading beside the
+one that is not carried does not count its own events.  ``SlotProgram.source``
+is the generated text, for reading beside the
 paper (``cpl check GUARD --monitor A`` prints it), and is registered with
 ``linecache`` so tracebacks and debuggers show its lines.  Per-event costs were
 measured in bench/ (P1, P1 local), which is why the own clock entry is a cell of
@@ -210,8 +211,9 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         f'    """The monitor of lifeline {index}: Definition 4 state, Algorithm 1 steps,',
         f'    Algorithm 2 inlined ({len(slots)} slots, bottom-up, old values in v*/y*)."""',
         f"    vc = [0] * {len(carried)}  # entries of carried lifelines only",
-        *([f"    own = 0  # the own entry of vc ({_comment(lifeline)}); send and clock() write it to vc[{me}]"]
-          if me is not None else [f"    # no own entry ({_comment(lifeline)}): not carried, no guard reads it"]),
+        *([f"    own = 0  # the own entry of vc ({_comment(lifeline)}); send and clock() "
+           f"write it to vc[{me}]"] if me is not None else
+          [f"    # no own entry ({_comment(lifeline)}): not carried, no guard reads it"]),
         f"    views = [0] * {len(carried)}",
         f"    varviews = [{initial_varviews}]",
         "    store = dict(init)",
