@@ -60,4 +60,4 @@ def test_monitor_does_not_combine_with_json_and_owner_needs_monitor():
 def test_a_guard_naming_no_lifeline_belongs_to_the_monitor_lifeline():
     result = cpl("check", "x == 1 && Y x == 1", "--monitor", "Solo")
     assert result.returncode == 0, result.stderr
-    assert "vc = [0] * 1" in result.stdout and "(Solo)" in result.stdout
+    assert "vc = [0] * 0" in result.stdout and "(Solo)" in result.stdout
