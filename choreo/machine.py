@@ -36,7 +36,7 @@ from cpl.errors import EvaluationError
 from cpl.monitor import Monitor
 from cpl.msc import Event
 from . import actions, model
-from .local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend, walk
+from .local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
 from .status import RunFailure
 
 
@@ -329,6 +329,17 @@ def expected_messages(program) -> dict:
             found[("m", s.msg)] = (s.frm, s.into)
         elif isinstance(s, (LBranch, LLoop)) and s.via == "control":
             found[("c", s.choice)] = (s.owner, ())
+    return found
+
+
+def recipients(program) -> set[str]:
+    """Every lifeline ``program``'s lifeline may send to (data and control messages)."""
+    found = set()
+    for s in walk(program.body):
+        if isinstance(s, LSend):
+            found.add(s.to)
+        elif isinstance(s, (LChoose, LWhile)):
+            found.update(s.tell)
     return found
 
 

@@ -35,13 +35,15 @@ import zmq
 
 from choreo import load_one
 from choreo.actions import Awaiter
-from choreo.machine import Message, Undeliverable, calls, expected_messages
+from choreo.machine import Message, Undeliverable, calls, expected_messages, recipients
 from choreo.plan import prepare
 from choreo.status import RunFailure
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 BEAT = 0.5  # seconds between heartbeats
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
+_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # one, reused
 IDLE = 0.05  # seconds of idleness before the supervisor is told (deadlock detection)
 SUPERVISOR_SILENCE = 10.0  # seconds without a word from the supervisor: it is gone
 
@@ -57,8 +59,7 @@ class EventLog:
     def write(self, event) -> None:
         data = event.to_dict()
         data["time"] = round(time.time(), 6)  # the merge orders concurrent events by it
-        os.write(self._descriptor, (json.dumps(data, ensure_ascii=False, allow_nan=False)
-                                    + "\n").encode("utf-8"))
+        os.write(self._descriptor, (_ENCODE(data) + "\n").encode("utf-8"))
 
     def ship(self, control) -> None:
         pass  # on this host's disk already, where the supervisor reads it
@@ -80,7 +81,7 @@ class ShippedLog:
     def write(self, event) -> None:
         data = event.to_dict()
         data["time"] = round(time.time(), 6)
-        self._lines.append(json.dumps(data, ensure_ascii=False, allow_nan=False))
+        self._lines.append(_ENCODE(data))
         if len(self._lines) >= self.BATCH and self._control is not None:
             self.ship(self._control)
 
@@ -114,6 +115,7 @@ class Lifeline:
                                expected_messages(plan.projection.program(name)),
                                plan.monitors.carried, plan.monitors.shape)
         self.expected = plan.choreography.results.get(name)  # None: the whole store
+        self.recipients = recipients(plan.projection.program(name)) - {name}
         self.received = 0
         self.stopping = False
         self.status, self.error = "running", None
@@ -147,9 +149,9 @@ class Lifeline:
             endpoints = self._await_start(control)
             if endpoints is None:
                 return 1
-            outboxes = {}
+            outboxes = {}  # a socket (and a CURVE handshake) only where messages can go
             for peer, endpoint in endpoints.items():
-                if peer != self.c.lifeline:
+                if peer in self.recipients:
                     outboxes[peer] = socket(zmq.PUSH)
                     secure_client(outboxes[peer], keys, keys.lifelines[peer] if keys else None)
                     outboxes[peer].connect(endpoint)
@@ -249,9 +251,9 @@ class Lifeline:
         """Take every frame waiting now: messages into the Runner's inbox, orders from the
         supervisor.  Frames that fail the checks are counted and dropped."""
         # Asking ZMQ_EVENTS costs a fifth of a failed non-blocking recv (an exception).
-        while inbox.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while inbox.getsockopt(_EVENTS) & _POLLIN:
             self._accept(inbox.recv(copy=False))
-        while control.getsockopt(zmq.EVENTS) & zmq.POLLIN:
+        while control.getsockopt(_EVENTS) & _POLLIN:
             order = _order(control.recv())
             self.last_word = time.monotonic()
             kind = order.get("t")

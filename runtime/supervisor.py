@@ -324,10 +324,11 @@ class Supervisor:
 
 
 def lifeline_command(name: str) -> list[str]:
-    """``cpl lifeline NAME --stdin``: the installed ``cpl`` if there is one (so ``ps``
-    shows ``cpl lifeline NAME``), else this Python running the same CLI."""
-    installed = shutil.which("cpl")
-    head = [installed] if installed else [sys.executable, "-m", "runtime.cli"]
+    """``cpl lifeline NAME --stdin``: the ``cpl`` script installed beside this Python (so
+    ``ps`` shows ``cpl lifeline NAME``; not a ``cpl`` found on PATH, which may be a shim
+    or another install), else this Python running the same CLI."""
+    installed = os.path.join(os.path.dirname(sys.executable), "cpl")
+    head = [installed] if os.access(installed, os.X_OK) else [sys.executable, "-m", "runtime.cli"]
     return [*head, "lifeline", name, "--stdin"]
 
 
