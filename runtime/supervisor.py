@@ -95,7 +95,7 @@ class Supervisor:
                  placement: dict[str, str] | None = None, join_folder: str = "."):
         self.plan, self.inputs, self.seed, self.timeout = plan, inputs, seed, timeout
         self.choreography, self.name, self.host = os.path.abspath(choreography), name, host
-        self.run_id = uuid.uuid4().hex
+        self.run_id = uuid.uuid4().hex[:16]  # 64 bits name a run well enough; every frame holds it
         self.lifelines = plan.lifelines
         self.placement = placement or {}  # lifeline -> host, for those not started here
         self.join_folder = join_folder
