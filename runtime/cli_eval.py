@@ -14,8 +14,8 @@ import sys
 import tempfile
 
 import cpl
-from cpl import GuardError
 from cpl.errors import TraceError
+from .cli_run import UsageError
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -31,7 +31,7 @@ def cmd_eval(args) -> int:
     source = open_trace(args.trace, warn)
     streamed = not isinstance(source, Trace)
     if args.lifeline is not None and args.lifeline not in source.lifelines:
-        raise GuardError(f"--lifeline: unknown lifeline '{args.lifeline}' "
+        raise UsageError(f"--lifeline: unknown lifeline '{args.lifeline}' "
                          f"(the trace has {', '.join(source.lifelines)})")
     schema = source.schema()
     if args.guard is None:

@@ -27,6 +27,12 @@ def cmd_run(args) -> int:
     from choreo.status import EXIT_CODES
     from cpl.tracestream import TraceWriter
 
+    if args.sim and (args.hosts or args.insecure):
+        raise UsageError(f"{'--hosts' if args.hosts else '--insecure'} is for a run over "
+                         f"processes; --sim runs every lifeline in this process")
+    if not args.sim and args.max_steps is not None:
+        raise UsageError("--max-steps counts the simulator's steps (--sim); a run over "
+                         "processes stops with --timeout SECONDS")
     plan = prepare(load_one(args.choreo, args.name))
     inputs = plan.inputs(args.arg)
     writer = None
