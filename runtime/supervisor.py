@@ -252,7 +252,7 @@ class Supervisor:
             kind = said.get("t") if isinstance(said, dict) else None
             if kind == "hello":
                 endpoints[name] = said.get("endpoint")
-            elif kind == "state":
+            elif kind == "state" and _report_shaped(said):
                 self.reports[name] = said
             elif kind == "log" and name in self.placement:
                 with open(self._log(name), "a", encoding="utf-8") as log:
@@ -264,10 +264,11 @@ class Supervisor:
             if self.reports.get(name, {}).get("state") != "end" or code != 0:
                 return self._died(name, code, "its process exited")
         if len(endpoints) < len(self.lifelines):
-            if now - started > (JOIN_TIMEOUT if self.placement else HELLO_TIMEOUT):
+            patience = JOIN_TIMEOUT if self.placement else HELLO_TIMEOUT
+            if now - started > patience:
                 missing = sorted(set(self.lifelines) - set(endpoints))
                 return self._meta(DIED, f"{', '.join(missing)} did not join within "
-                                  f"{HELLO_TIMEOUT:g} s")
+                                  f"{patience:g} s")
             return None
         for name in self.lifelines:
             if now - self.beats.get(name, now) > SILENCE:
@@ -330,6 +331,17 @@ def lifeline_command(name: str) -> list[str]:
     installed = os.path.join(os.path.dirname(sys.executable), "cpl")
     head = [installed] if os.access(installed, os.X_OK) else [sys.executable, "-m", "runtime.cli"]
     return [*head, "lifeline", name, "--stdin"]
+
+
+def _report_shaped(said: dict) -> bool:
+    """A lifeline's state report as the deadlock counting and the results need it (with
+    ``--insecure`` anyone on the network can reach the control socket)."""
+    return (said.get("state") in ("idle", "busy", "end") and type(said.get("sent")) is int
+            and type(said.get("received")) is int and isinstance(said.get("results"), dict)
+            and isinstance(said.get("waiting"), list)
+            and all(isinstance(w, str) for w in said["waiting"])
+            and isinstance(said.get("rejected", {}), dict)
+            and (said.get("error") is None or isinstance(said.get("error"), str)))
 
 
 def _send(control, name: str, **fields) -> None:

@@ -302,3 +302,18 @@ def test_results_of_lifelines_without_declared_results_are_their_final_stores_as
     assert code == 0, err
     assert out == simulated
     check_results(_ok_trace(trace_path, {"A", "B"}))
+
+
+@pytest.mark.parametrize("report, shaped", [
+    ({"state": "idle", "sent": 1, "received": 0, "results": {}, "waiting": []}, True),
+    ({"state": "idle", "sent": "1", "received": 0, "results": {}, "waiting": []}, False),
+    ({"state": "asleep", "sent": 1, "received": 0, "results": {}, "waiting": []}, False),
+    ({"state": "end", "sent": 1, "received": 0, "results": [], "waiting": []}, False),
+    ({"state": "end", "sent": 1, "received": 0, "results": {}, "waiting": [3]}, False),
+    ({"state": "end", "sent": 1, "received": 0, "results": {}, "waiting": [], "error": 5}, False),
+])
+def test_a_state_report_of_the_wrong_shape_is_ignored_by_the_supervisor(report, shaped):
+    """With --insecure anyone may reach the control socket: a report the counting cannot use
+    must not reach it (it would raise inside the supervisor)."""
+    from runtime.supervisor import _report_shaped
+    assert _report_shaped({"t": "state", **report}) is shaped
