@@ -45,13 +45,14 @@ def test_lifelines_placed_on_other_hosts_join_by_the_printed_command(tmp_path):
             joined.append(subprocess.Popen([*CLI, *words], stdout=subprocess.DEVNULL,
                                            stderr=subprocess.DEVNULL))
         out, err = run.communicate(timeout=60)
+        codes = [process.wait(timeout=15) for process in joined]  # before any kill below
     finally:
         for process in [run, *joined]:
             if process.poll() is None:
                 process.kill()
     assert run.returncode == 0, err
     assert out.splitlines()[0].startswith("Orchestrator: round = 3")
-    assert all(process.wait(timeout=10) == 0 for process in joined)
+    assert codes == [0, 0, 0]
     loaded = load_trace(trace)
     assert loaded.meta["status"] == "ok"
     assert loaded.meta["hosts"] == {"Orchestrator": "127.0.0.1", "TestRunner": "127.0.0.2",
