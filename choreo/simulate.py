@@ -88,8 +88,8 @@ class Simulator:
         run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink)
         deadline = None if timeout is None else time.monotonic() + timeout
         steps = run.steps(max_steps, deadline, timeout)
-        pending = next(steps, None)
         try:
+            pending = next(steps)  # StopIteration at once: a run with no async action
             while True:
                 try:
                     value = await bounded(pending, deadline)

@@ -218,6 +218,11 @@ def test_run_async_awaits_actions_on_the_callers_loop():
     assert result.ok and loops == [loop]
 
 
+def test_run_async_of_a_run_without_async_actions():
+    result = asyncio.run(Simulator(two_messages()).run_async(seed=2))
+    assert result.ok and result.trace.events == simulate(two_messages(), seed=2).trace.events
+
+
 def test_an_async_action_that_raises_fails_the_run():
     async def broken(variables, rng):
         await asyncio.sleep(0)
