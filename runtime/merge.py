@@ -21,11 +21,16 @@ import json
 from typing import Iterator
 
 from cpl.clocks import Clocks
-from cpl.msc import Event
+from cpl.msc import KINDS, Event
 
 
-def read_log(path: str) -> Iterator[dict]:
-    """The events of one lifeline's log; a last line cut mid-way (a crash) is dropped."""
+_FIELDS = frozenset(Event._fields)
+
+
+def read_log(path: str, lifeline: str | None = None) -> Iterator[dict]:
+    """The events of one lifeline's log; a last line cut mid-way (a crash) is dropped, and
+    so is everything from a line that is not one of ``lifeline``'s events (a log shipped
+    from another host is only as good as that host)."""
     try:
         handle = open(path, encoding="utf-8")
     except OSError:
@@ -35,9 +40,14 @@ def read_log(path: str) -> Iterator[dict]:
             if not line.endswith("\n"):
                 return  # the writer died inside this line
             try:
-                yield json.loads(line)
+                event = json.loads(line)
             except ValueError:
                 return
+            if not (isinstance(event, dict) and set(event) <= _FIELDS
+                    and event.get("kind") in KINDS and isinstance(event.get("id"), str)
+                    and (lifeline is None or event.get("lifeline") == lifeline)):
+                return
+            yield event
 
 
 def merge(logs: dict[str, Iterator[dict]], lifelines: tuple[str, ...], write) -> dict:
@@ -65,13 +75,20 @@ def merge(logs: dict[str, Iterator[dict]], lifelines: tuple[str, ...], write) ->
 
     for name in lifelines:
         advance(name)
+    malformed = 0
     while heads:
         _, _, name, event = heapq.heappop(heads)
-        event["vc"] = clocks.stamp(name, event.get("kind"), event.get("msg"))
-        write(Event(**event))
+        try:  # a line that is no event stops its lifeline's log there
+            built = Event(**event)
+            if built.kind == "recv" and not clocks.sent(built.msg):
+                raise ValueError("a receive of a message its log does not send")
+            write(built._replace(vc=clocks.stamp(name, built.kind, built.msg)))
+        except (TypeError, ValueError):
+            malformed += 1
+            continue
         if event.get("kind") == "send":
             for receiver, pending in waiting.pop(event["msg"], ()):
                 push(receiver, pending)
         advance(name)
-    unplaced = sum(len(names) for names in waiting.values())
+    unplaced = sum(len(names) for names in waiting.values()) + malformed
     return {"in_transit": clocks.in_transit, "unplaced": unplaced}

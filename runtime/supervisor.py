@@ -145,7 +145,7 @@ class Supervisor:
         for path in self.invitations:  # their keys are of no use after the run
             with contextlib.suppress(OSError):
                 os.remove(path)
-        logs = {name: read_log(self._log(name)) for name in self.lifelines}
+        logs = {name: read_log(self._log(name), name) for name in self.lifelines}
         meta.update(merge(logs, self.lifelines, write))
         shutil.rmtree(self.folder, ignore_errors=True)
         return meta

@@ -317,3 +317,18 @@ def test_a_state_report_of_the_wrong_shape_is_ignored_by_the_supervisor(report, 
     must not reach it (it would raise inside the supervisor)."""
     from runtime.supervisor import _report_shaped
     assert _report_shaped({"t": "state", **report}) is shaped
+
+
+def test_the_merge_stops_a_log_at_a_line_that_is_no_event():
+    """A log shipped from another host is only as good as that host: a bad line stops
+    that lifeline's part of the trace there; the rest is merged."""
+    from runtime.merge import merge
+    logs = {"A": iter([{"id": "A.1", "lifeline": "A", "kind": "send", "to": "B", "msg": "A:1"},
+                       {"id": "A.2", "lifeline": "A", "kind": "act", "set": "not a map"},
+                       {"id": "A.3", "lifeline": "A", "kind": "act"}]),
+            "B": iter([{"id": "B.1", "lifeline": "B", "kind": "recv", "msg": "A:1"}])}
+    written = []
+    meta = merge(logs, ("A", "B"), written.append)
+    assert [e.id for e in written] == ["A.1", "B.1"]
+    assert dict(written[1].vc) == {"A": 1, "B": 1}
+    assert meta == {"in_transit": [], "unplaced": 1}
