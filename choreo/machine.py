@@ -35,7 +35,7 @@ import attrs
 from cpl.errors import EvaluationError
 from cpl.monitor import Monitor
 from cpl.msc import Event
-from . import actions, model
+from . import actions
 from .local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
 from .status import RunFailure
 
@@ -78,7 +78,7 @@ def calls(option: Option) -> bool:
 
 
 class Undeliverable(ValueError):
-    """A message the Runner refuses: ``reason`` is ``duplicate`` or ``values``."""
+    """A message the Runner refuses: ``reason`` says why (``duplicate``)."""
 
     def __init__(self, reason: str, message: str):
         super().__init__(message)
@@ -105,7 +105,6 @@ class Runner:
     def __init__(self, plan, lifeline: str, store: dict, rng, *, record: bool = True,
                  clocks=None):
         self.name = lifeline
-        self.lifelines = plan.lifelines
         self.index = plan.lifelines.index(lifeline)
         self.monitor = Monitor(plan.monitors, lifeline, store)
         self.store = self.monitor.store  # σ_A: the monitor applies every event's updates to it
@@ -131,17 +130,12 @@ class Runner:
 
     def deliver(self, message: Message) -> None:
         """``message`` arrived; it waits in the inbox until the receive that wants it.
-        ``ValueError`` if it is a second copy, or assigns a value its variable's
-        declaration does not allow (a frame from outside is not trusted)."""
+        ``Undeliverable`` if it is a second copy.  (Whether a frame from outside holds
+        values its declarations allow is the transport's check, ``runtime.wire``: the
+        messages of a simulation need none.)"""
         if message.key in self.inbox:
             raise Undeliverable("duplicate", f"{self.name} already holds message "
                                 f"{message.key!r}")
-        for name, value in message.values.items():
-            declared = self.variables.get(name)
-            if declared is None or not model.conforms(value, declared.type):
-                raise Undeliverable("values", f"message {message.msg_id or message.key!r} gives {name} = "
-                                 f"{value!r:.60}, which is not "
-                                 f"{model.type_name(declared.type) if declared else 'declared'}")
         self.inbox[message.key] = message
 
     def enabled(self) -> list[Option]:

@@ -17,6 +17,7 @@ import attrs
 from cpl.compile import OwnedFormula, Program, compile_guards
 from .errors import ChoreographyError
 from .inputs import initial_stores, parse_args
+from .machine import Runner
 from .project import Projection
 from .validate import validate
 
@@ -54,7 +55,6 @@ class Plan:
     def runner(self, lifeline: str, store: dict, seed, *, record: bool = True, clocks=None):
         """``lifeline``'s engine from its initial ``store``; actions get ``f"{seed}:{lifeline}"``.
         ``clocks`` (a ``cpl.clocks.Clocks`` shared by a run's runners) stamps each event's vc."""
-        from .machine import Runner  # machine reads plans; plans build machines
         return Runner(self, lifeline, store, random.Random(f"{seed}:{lifeline}"), record=record,
                       clocks=clocks)
 

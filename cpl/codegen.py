@@ -60,7 +60,7 @@ def _guarded(entry):
 def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped, exported,
                      carried, predicates):
     """Return (source, factory): ``factory(init)`` builds lifeline ``index``'s monitor state
-    and returns its event steps ``(act, send, receive, choice, values, clock, views, varviews, store)``.
+    and returns its event steps ``(act, send, receive, choice, values, views, varviews, store)``.
     """
     at = {name: p for p, name in enumerate(carried)}  # lifeline -> its entries' position
     me = at.get(lifeline)  # None: nobody reads this lifeline, it ships no entry of its own
@@ -189,7 +189,7 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         if exports.formulas or exports.variables:
             merge += [f"    views[{b}] = mviews[{b}]", f"    varviews[{b}] = mvars[{b}]"]
     # A's own clock entry lives in the cell ``own`` (a cell add is cheaper than a list
-    # item add, and every event pays it); ``send`` and ``clock()`` write it back to vc.
+    # item add, and every event pays it); ``send`` writes it back to vc.
     # A lifeline that is not carried has no entry: it counts nothing.
     count = ["own += 1"] if me is not None else []
     write_own = [f"vc[{me}] = own"] if me is not None else []
@@ -211,8 +211,8 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         f'    """The monitor of lifeline {index}: Definition 4 state, Algorithm 1 steps,',
         f'    Algorithm 2 inlined ({len(slots)} slots, bottom-up, old values in v*/y*)."""',
         f"    vc = [0] * {len(carried)}  # entries of carried lifelines only",
-        *([f"    own = 0  # the own entry of vc ({_comment(lifeline)}); send and clock() "
-           f"write it to vc[{me}]"] if me is not None else
+        *([f"    own = 0  # the own entry of vc ({_comment(lifeline)}); send writes it to "
+           f"vc[{me}]"] if me is not None else
           [f"    # no own entry ({_comment(lifeline)}): not carried, no guard reads it"]),
         f"    views = [0] * {len(carried)}",
         f"    varviews = [{initial_varviews}]",
@@ -230,11 +230,7 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
         *function("choice()", "A decision event: the store is unchanged.", count + evaluate),
         "    def values():",
         f"        return {{{', '.join(f'{i}: v{i}' for i in sorted(kept))}}}",
-        "    def clock():",
-        '        """The clock entries of the carried lifelines, this one\'s own count included."""',
-        *["        " + line for line in write_own],
-        "        return vc",
-        "    return act, send, receive, choice, values, clock, views, varviews, store",
+        "    return act, send, receive, choice, values, views, varviews, store",
     ]
     source = "\n".join(lines) + "\n"
     # Only indices in the file name: the name of the lifeline is anybody's text.
@@ -318,8 +314,7 @@ _COMMENT_LENGTH = 100
 def _comment(text) -> str:
     """User text made safe for a ``#`` comment: every non-printable or non-ASCII
     character escaped (nothing can end the line), and the length capped."""
-    text = str(text).encode("unicode_escape").decode("ascii")
-    text = "".join(c if c.isprintable() else f"\\x{ord(c):02x}" for c in text)
+    text = str(text).encode("unicode_escape").decode("ascii")  # \n, \x7f, \u2028, ...
     return text if len(text) <= _COMMENT_LENGTH else text[:_COMMENT_LENGTH - 3] + "..."
 
 

@@ -78,10 +78,6 @@ class Program:
         return Shape(tuple(len(e.formulas) for e in carried),
                      tuple(len(e.variables) for e in carried))
 
-    def position(self, lifeline: str) -> int | None:
-        """Where ``lifeline``'s entries are in the metadata; None if they do not travel."""
-        return self.carried.index(lifeline) if lifeline in self.carried else None
-
     def local(self, lifeline: str) -> SlotProgram:
         return self.locals[self.index(lifeline)]
 

@@ -45,7 +45,7 @@ class Monitor:
     """``act``, ``send``, ``receive``, ``choice`` are the four event kinds."""
 
     __slots__ = ("program", "lifeline", "index", "act", "send", "receive", "choice",
-                 "_values", "_clock", "views", "varviews", "store", "_slot_of")
+                 "_values", "views", "varviews", "store", "_slot_of")
 
     def __init__(self, program: Program, lifeline: str, init: Mapping | None = None):
         local = program.local(lifeline)
@@ -54,7 +54,7 @@ class Monitor:
         self.index = local.index
         self._slot_of = local.slot_of
         (self.act, self.send, self.receive, self.choice, self._values,
-         self._clock, self.views, self.varviews, self.store) = local.factory(init or {})
+         self.views, self.varviews, self.store) = local.factory(init or {})
 
     # Signatures of the generated steps, for the reader:
     #   act(updates: Mapping | None = None) -> None
@@ -65,13 +65,6 @@ class Monitor:
     def value(self, formula) -> bool:
         """A compiled guard's (primitive formula's) value at this lifeline's latest event."""
         return bool(self._values()[self._slot_of[formula]])
-
-    @property
-    def vc(self) -> list[int]:
-        """The clock entries of the carried lifelines only, indexed like ``Program.carried``
-        (the steps keep the own entry aside; this writes it back).  Not the trace's clock:
-        that is ``cpl.clocks``."""
-        return self._clock()
 
     @property
     def values(self) -> dict[int, int]:

@@ -16,10 +16,7 @@ import cpl
 from cpl import GuardError, Schema
 from cpl.errors import TraceError
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-
-
-from .cli_run import UsageError  # noqa: E402 - one family of usage errors for every command
+from .usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
 
 
 def _version() -> str:

@@ -15,9 +15,7 @@ import tempfile
 
 import cpl
 from cpl.errors import TraceError
-from .cli_run import UsageError
-
-EXIT_OK, EXIT_FAILED = 0, 1
+from .usage import EXIT_FAILED, EXIT_OK, UsageError
 
 
 def cmd_eval(args) -> int:
@@ -108,7 +106,7 @@ def _recheck(args, source, schema) -> int:
 
     if args.engine == "reference":
         trace = source if isinstance(source, Trace) else source.trace()
-        checks = iter(reference.recheck(trace))
+        checks = reference.recheck(trace)
     else:
         checks = offline.decisions(source, schema=schema)
     rows, differ = [], 0

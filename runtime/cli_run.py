@@ -15,10 +15,7 @@ import sys
 import attrs
 
 from cpl.errors import TraceError
-
-
-class UsageError(Exception):
-    """A command line that cannot be carried out as given (exit 2)."""
+from .usage import UsageError
 
 
 def cmd_run(args) -> int:

@@ -22,7 +22,6 @@ an async action is awaited on a loop of the process's own (``Awaiter``).
 from __future__ import annotations
 
 import inspect
-import json
 import os
 import random
 import signal
@@ -38,12 +37,12 @@ from choreo.actions import Awaiter
 from choreo.machine import Message, Undeliverable, calls, expected_messages, recipients
 from choreo.plan import prepare
 from choreo.status import RunFailure
+from cpl.tracecodec import encode_json
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 BEAT = 0.5  # seconds between heartbeats
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
-_ENCODE = json.JSONEncoder(ensure_ascii=False, allow_nan=False).encode  # one, reused
 IDLE = 0.05  # seconds of idleness before the supervisor is told (deadlock detection)
 SUPERVISOR_SILENCE = 10.0  # seconds without a word from the supervisor: it is gone
 
@@ -57,9 +56,7 @@ class EventLog:
                                    0o600)
 
     def write(self, event) -> None:
-        data = event.to_dict()
-        data["time"] = round(time.time(), 6)  # the merge orders concurrent events by it
-        os.write(self._descriptor, (_ENCODE(data) + "\n").encode("utf-8"))
+        os.write(self._descriptor, (_line(event) + "\n").encode("utf-8"))
 
     def ship(self, control) -> None:
         pass  # on this host's disk already, where the supervisor reads it
@@ -79,9 +76,7 @@ class ShippedLog:
         self._control = None
 
     def write(self, event) -> None:
-        data = event.to_dict()
-        data["time"] = round(time.time(), 6)
-        self._lines.append(_ENCODE(data))
+        self._lines.append(_line(event))
         if len(self._lines) >= self.BATCH and self._control is not None:
             self.ship(self._control)
 
@@ -94,6 +89,13 @@ class ShippedLog:
     def close(self) -> None:
         if self._control is not None:
             self.ship(self._control)
+
+
+def _line(event) -> str:
+    """An event as its log line, with the wall-clock time the merge orders events by."""
+    data = event.to_dict()
+    data["time"] = round(time.time(), 6)
+    return encode_json(data)
 
 
 def send_control(socket, **fields) -> None:
@@ -113,7 +115,8 @@ class Lifeline:
         self.schedule = random.Random(f"{connection.seed}:{name}:threads")
         self.inbound = Inbound(connection.run, name, plan.lifelines,
                                expected_messages(plan.projection.program(name)),
-                               plan.monitors.carried, plan.monitors.shape)
+                               plan.monitors.carried, plan.monitors.shape,
+                               plan.choreography.variables)
         self.expected = plan.choreography.results.get(name)  # None: the whole store
         self.recipients = recipients(plan.projection.program(name)) - {name}
         self.received = 0
@@ -272,7 +275,7 @@ class Lifeline:
             try:
                 self.runner.deliver(Message(key, sender, self.c.lifeline, values, metadata,
                                             label, outcome, msg_id))
-            except Undeliverable as error:  # a second copy, or a value of the wrong type
+            except Undeliverable as error:  # a second copy of a message still waiting
                 self.inbound.rejected[error.reason] += 1
                 raise FrameRejected(error.reason, str(error)) from None
         except FrameRejected as rejected:

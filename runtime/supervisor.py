@@ -216,8 +216,6 @@ class Supervisor:
         """After ``stop``: every lifeline's final report (its results), until all have said
         it or exited — at most ``STOP_GRACE`` seconds."""
         deadline = time.monotonic() + STOP_GRACE
-        for report in self.reports.values():
-            report.pop("final", None)
         while time.monotonic() < deadline:
             finished = set(children.exited()) | {name for name, r in self.reports.items()
                                                   if r.get("final")}

@@ -16,10 +16,10 @@ shows, and ``metadata`` the sender's monitor metadata as
 A receiver checks everything before the Runner sees a frame
 (:class:`Inbound`): the size, the layout and types, the version and run, a
 sender it knows that may send this message to it, a sequence number it has
-not seen, values of the variables that message assigns and nothing else,
-and a clock that neither goes backwards nor claims more of the receiver's
-own events than it has taken.  A frame that fails is counted by reason and
-dropped; nothing in it reaches the run.
+not seen, values of the variables that message assigns (of their declared
+types) and nothing else, and a clock that neither goes backwards nor claims
+more of the receiver's own events than it has taken.  A frame that fails is
+counted by reason and dropped; nothing in it reaches the run.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ import collections
 
 import msgpack
 
+from choreo import model
 from cpl.metadata import Metadata, MetadataError
 from cpl.tracecodec import value_problem
 from cpl.values import UNSET
@@ -73,7 +74,8 @@ class Inbound:
     send it to this lifeline and which variables it assigns (from the projection).
     """
 
-    def __init__(self, run: str, me: str, lifelines, expects: dict, carried, shape=None):
+    def __init__(self, run: str, me: str, lifelines, expects: dict, carried, shape=None,
+                 variables=None):
         self.run, self.me = run, me
         self.lifelines = tuple(lifelines)
         self.index = {name: i for i, name in enumerate(self.lifelines)}
@@ -83,6 +85,7 @@ class Inbound:
         self.carried = {name: i for i, name in enumerate(carried)}
         # how many clock entries the metadata carries, or its whole ``Shape``
         self.entries = shape if shape is not None else len(self.carried)
+        self.variables = variables or {}  # name -> choreo.model.Var: what a value may be
         self.last_seq: dict[str, int] = {}
         self.last_clock: dict[str, int] = {}
         self.rejected: collections.Counter = collections.Counter()
@@ -138,6 +141,11 @@ class Inbound:
         problem = value_problem(values)
         if problem:
             raise FrameRejected("values", f"the values {problem}")
+        for name, value in values.items():
+            declared = self.variables.get(name)
+            if declared is not None and not model.conforms(value, declared.type):
+                raise FrameRejected("values", f"{name} = {value!r:.60} is not "
+                                    f"{model.type_name(declared.type)}")
         if not isinstance(label, str) or (kind == "c") != isinstance(outcome, bool) \
                 or (kind == "m" and outcome is not None):
             raise FrameRejected("layout", "label or outcome of the wrong type")

@@ -110,7 +110,7 @@ def test_metadata_round_trips_and_does_not_grow_with_local_guards():
 def test_only_the_lifelines_some_guard_reads_are_carried():
     _, program, m = monitors_for(PAPER_GUARD)
     assert program.carried == ("TestRunner", "Security")
-    assert program.position("Security") == 1 and program.position("Committer") is None
+    assert program.carried.index("Security") == 1 and "Committer" not in program.carried
     m["Committer"].act({"candidate": "c7"})
     assert m["Committer"].send() == Metadata((0, 0), (0, 0), ((UNSET,), (UNSET,)))
     _, unpruned, _ = monitors_for(PAPER_GUARD, prune=False)
