@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -41,7 +40,7 @@ import time
 import uuid
 from pathlib import Path
 
-from timing import Row, interleaved, median
+from timing import Row, interleaved, median, run_to_end
 
 ROOT = Path(__file__).resolve().parent.parent
 CHOREO = Path(__file__).resolve().parent / "p4_stream.py"
@@ -189,27 +188,10 @@ def environment() -> dict:
 
 
 def run_cpl(args: list[str], timeout: float = TIMEOUT) -> tuple[float, float]:
-    """Run ``cpl ARGS`` to its end: (its start wall time, its end wall time).  A run that
-    outlives ``timeout`` is stopped (SIGTERM: the supervisor stops its lifelines; then
-    SIGKILL, and the lifelines leave when their standard input closes)."""
-    command = [sys.executable, "-m", "runtime.cli", *args]
-    start = time.time()
-    process = subprocess.Popen(command, cwd=ROOT, env=environment(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    try:
-        _, err = process.communicate(timeout=timeout)
-        end = time.time()
-        if process.returncode:
-            raise RuntimeError(f"cpl {' '.join(args)} exited {process.returncode}: {err}")
-        return start, end
-    finally:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+    """Run ``cpl ARGS`` to its end: (its start wall time, its end wall time); stopped
+    after ``timeout`` (``timing.run_to_end``)."""
+    return run_to_end([sys.executable, "-m", "runtime.cli", *args], timeout, cwd=ROOT,
+                      env=environment())
 
 
 def read_trace(path: Path) -> tuple[dict, list[dict]]:
@@ -236,7 +218,6 @@ def ours_stream(count: int, secure: bool, folder: str) -> tuple[int, float]:
 def run(quick: bool = False) -> list[Row]:
     count, raw_n, rounds = (300, 5_000, 1) if quick else (5_000, 50_000, 5)
     f = frames()
-    rates: dict[str, list[float]] = {}
 
     def ours(secure):
         def one():
@@ -252,7 +233,7 @@ def run(quick: bool = False) -> list[Row]:
                          "ours insecure": ours(False), "ours CURVE": ours(True)}, rounds)
     med = {name: median(values) for name, values in rates.items()}
     rows = []
-    for setting, flag in (("insecure", " --insecure"), ("CURVE", "")):
+    for setting in ("insecure", "CURVE"):
         rows.append(Row("P4", f"raw pyzmq+msgpack PUSH→PULL, {setting}, {raw_n:,} data frames",
                         med[f"raw {setting}"], "msgs/s", rates[f"raw {setting}"]))
     for setting, flag in (("insecure", " --insecure"), ("CURVE", "")):

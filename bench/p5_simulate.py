@@ -32,23 +32,16 @@ long run again with its trace streamed to a ``.jsonl`` file (issue #7: ≤ 64 Mi
 from __future__ import annotations
 
 import random
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from timing import Row, cpu_seconds, interleaved, median, timed
+from timing import peak_rss_kib as peak_rss_kib_of
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "code_review.py"
 TARGET = 2_000  # runs/s, issue #4 item 8
-
-# Runs a command and prints the peak RSS (KiB on Linux) of the command alone: a fresh
-# parent, so no earlier child of the benchmark process can count.
-_PEAK_RSS = ("import resource, subprocess, sys; "
-             "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-
 
 def _simulate_all(simulator, seeds, inputs, record: bool = True) -> int:
     """Each run's trace is built and then dropped, as a sweep that writes or checks each
@@ -79,9 +72,7 @@ def peak_rss_kib(rounds: int, trace: Path | None = None) -> int:
     """Peak RSS of ``cpl run examples/code_review.py --sim --arg rounds=N [--trace T]``."""
     command = [sys.executable, "-m", "runtime.cli", "run", str(EXAMPLE), "--sim", "--seed", "1",
                "--arg", f"rounds={rounds}"] + (["--trace", str(trace)] if trace else [])
-    out = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], cwd=ROOT, check=True,
-                         capture_output=True, text=True)
-    return int(out.stdout.split()[-1])
+    return peak_rss_kib_of(command, cwd=ROOT)
 
 
 def run(quick: bool = False) -> list[Row]:

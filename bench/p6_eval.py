@@ -11,7 +11,7 @@ into a temporary directory.  Two measurements:
   building the guard parser);
 * the same trace as a ``.jsonl`` stream (what ``cpl run --trace`` writes): the CLI
   checks and evaluates it one event at a time; and the peak RSS of ``cpl eval`` on
-  the document and on the stream, each in a fresh parent (``_PEAK_RSS``).
+  the document and on the stream, each in a fresh parent (``timing.peak_rss_kib``).
 
 The breakdown rows (load alone, evaluate alone) say where the time goes.
 """
@@ -28,20 +28,12 @@ import tempfile
 from pathlib import Path
 
 import workloads as w
-from timing import Row, child_cpu_seconds, cpu_seconds, interleaved, median
+from timing import Row, child_cpu_seconds, cpu_seconds, interleaved, median, peak_rss_kib
 
 GUARD = w.GUARD_FULL
 
-# Runs a command and prints the peak RSS (KiB on Linux) of the command alone.
-_PEAK_RSS = ("import resource, subprocess, sys; "
-             "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
-
-
 def peak_rss_mib(command: list[str]) -> float:
-    out = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], check=True,
-                         capture_output=True, text=True).stdout
-    return int(out.split()[-1]) / 1024
+    return peak_rss_kib(command) / 1024
 
 
 def cli_command() -> list[str]:

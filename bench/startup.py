@@ -35,7 +35,6 @@ Where start-up goes (each a fresh process, medians, interleaved with the runs):
 
 from __future__ import annotations
 
-import resource
 import subprocess
 import sys
 import tempfile
@@ -43,7 +42,7 @@ import time
 from pathlib import Path
 
 from p4_throughput import environment, read_trace
-from timing import Row, interleaved, median
+from timing import Row, children_cpu, interleaved, median, run_to_end
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "code_review.py"
@@ -55,46 +54,26 @@ PREPARE = ("import sys, time; " + IMPORTS + "; from choreo import load_one; "
            "prepare(load_one(sys.argv[1])); print(time.perf_counter() - t)")
 
 
-def _children_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
-
-
 def one_run(choreography: Path, args: list[str], folder: str) -> dict:
     """Seconds to the first event, for the whole run, and CPU of every process."""
     trace = Path(folder) / "startup.jsonl"
     command = [sys.executable, "-m", "runtime.cli", "run", str(choreography), *args,
                "--trace", str(trace)]
-    cpu = _children_cpu()
-    start = time.time()
-    process = subprocess.Popen(command, cwd=ROOT, env=environment(), stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
-    try:
-        _, err = process.communicate(timeout=TIMEOUT)
-        end = time.time()
-    finally:
-        if process.poll() is None:  # SIGTERM stops its lifelines; then SIGKILL (they
-            process.terminate()     # leave when their standard input closes)
-            try:
-                process.wait(10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-    if process.returncode:
-        raise RuntimeError(f"cpl run {choreography.name} exited {process.returncode}: {err}")
+    cpu = children_cpu()
+    start, end = run_to_end(command, TIMEOUT, cwd=ROOT, env=environment())
     meta, events = read_trace(trace)
     assert meta["status"] == "ok", meta
     return {"first": min(e["time"] for e in events) - start, "total": end - start,
-            "cpu": _children_cpu() - cpu, "events": len(events)}
+            "cpu": children_cpu() - cpu, "events": len(events)}
 
 
 def wall(code: str, *args: str) -> tuple[float, float, str]:
     """(wall seconds, CPU seconds, standard output) of ``python -c CODE ARGS``."""
-    cpu = _children_cpu()
+    cpu = children_cpu()
     start = time.perf_counter()
     out = subprocess.run([sys.executable, "-c", code, *args], cwd=ROOT, check=True,
                          capture_output=True, text=True, timeout=TIMEOUT).stdout
-    return time.perf_counter() - start, _children_cpu() - cpu, out
+    return time.perf_counter() - start, children_cpu() - cpu, out
 
 
 def run(quick: bool = False) -> list[Row]:

@@ -18,6 +18,8 @@ from __future__ import annotations
 import gc
 import resource
 import statistics
+import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -43,12 +45,55 @@ def cpu_seconds(function: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
+def children_cpu() -> float:
+    """User + system CPU seconds of every subprocess waited for so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def child_cpu_seconds(run_child: Callable[[], object]) -> float:
     """User + system CPU seconds of the subprocesses that ``run_child`` waits for."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = children_cpu()
     run_child()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return children_cpu() - before
+
+
+# Runs a command and prints the peak RSS (KiB on Linux) of the command alone: a fresh
+# parent, so no earlier child of the benchmark process can count.
+_PEAK_RSS = ("import resource, subprocess, sys; "
+             "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)")
+
+
+def peak_rss_kib(command: list[str], cwd=None) -> int:
+    """Peak RSS (KiB) of ``command``, run to its end under a fresh parent of its own."""
+    out = subprocess.run([sys.executable, "-c", _PEAK_RSS, *command], cwd=cwd, check=True,
+                         capture_output=True, text=True).stdout
+    return int(out.split()[-1])
+
+
+def run_to_end(command: list[str], timeout: float, **popen) -> tuple[float, float]:
+    """Run ``command`` (output discarded, standard error kept for the message) to its
+    end: (wall time just before it started, wall time it ended); a non-zero exit
+    raises.  One that outlives ``timeout`` is stopped: SIGTERM (``cpl run`` stops its
+    lifelines), then SIGKILL (the lifelines leave when their standard input closes)."""
+    start = time.time()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, **popen)
+    try:
+        _, err = process.communicate(timeout=timeout)
+        end = time.time()
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+    if process.returncode:
+        raise RuntimeError(f"{' '.join(command)} exited {process.returncode}: {err}")
+    return start, end
 
 
 def interleaved(candidates: dict[str, Callable[[], float]], repeats: int) -> dict[str, list[float]]:
