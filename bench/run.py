@@ -1,8 +1,8 @@
 """Run the causal-guards benchmarks and print one table of medians, baselines and ratios.
 
-    python bench/run.py                  # everything (several minutes on 2 cores)
+    python bench/run.py                  # everything (about ten minutes on 2 cores)
     python bench/run.py --quick          # small sizes, one or two rounds: a smoke run
-    python bench/run.py --only P1,P3     # some of P1, P1-local, P2, P3, P3-scale, P5, P6
+    python bench/run.py --only P1,P3     # any of P1, P1-local, P2, P3, P3-scale, P4, P5, P6, startup
     python bench/run.py --json out.json  # also write every individual measurement
 
 Every ratio is against a baseline measured in the same run; see README.md.
