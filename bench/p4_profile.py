@@ -62,11 +62,10 @@ def main() -> int:
                 name, "--stdin"]
 
     supervisor.lifeline_command = command
-    if args.cpu:
-        return cpl(["run", str(Path(__file__).resolve().parent / "p4_stream.py"), "--arg",
-                    f"count={args.count}"] + (["--insecure"] if args.insecure else []))
     code = cpl(["run", str(Path(__file__).resolve().parent / "p4_stream.py"), "--arg",
                 f"count={args.count}"] + (["--insecure"] if args.insecure else []))
+    if args.cpu:
+        return code
     stats = pstats.Stats(out)
     stats.sort_stats("tottime").print_stats(args.top)
     stats.sort_stats("cumulative").print_stats(args.top)
