@@ -347,17 +347,11 @@ class LiveLifeline:
     def runner(self, name: str):
         return self.plan.runner(name, dict(self.stores[name]), self.seed)
 
-    def frame(self, message, **changes) -> bytes:
+    def frame(self, message, /, **changes) -> bytes:
         """The frame of ``message`` as the real sender sends it, fields replaced as asked
         (``version``, ``run``, ``sender``, ``seq``, ``kind``, ``ident``, ``path``, ``values``,
         ``label``, ``outcome``, ``meta``)."""
-        seq = int(message.msg_id.rsplit(":", 1)[1])
-        fields = list(msgpack.unpackb(encode(self.run, message, seq), raw=False))
-        names = ("version", "run", "sender", "seq", "kind", "ident", "path", "values", "label",
-                 "outcome", "meta")
-        for name, value in changes.items():
-            fields[names.index(name)] = value
-        return msgpack.packb(fields, use_bin_type=True)
+        return frame(self.run, message, **changes)
 
     def events(self) -> list[dict]:
         """The lifeline's log so far, ``time`` left out."""
@@ -402,6 +396,20 @@ class LiveLifeline:
                 self.auth.stop()
             self.context.term()
         return code
+
+
+FIELDS = ("version", "run", "sender", "seq", "kind", "ident", "path", "values", "label",
+          "outcome", "meta")  # a frame's fields, in order
+
+
+def frame(run: str, message, /, **changes) -> bytes:
+    """The frame of ``message`` in ``run`` as the real sender sends it, the fields named in
+    ``changes`` (of ``FIELDS``) replaced."""
+    seq = int(message.msg_id.rsplit(":", 1)[1])
+    fields = list(msgpack.unpackb(encode(run, message, seq), raw=False))
+    for name, value in changes.items():
+        fields[FIELDS.index(name)] = value
+    return msgpack.packb(fields, use_bin_type=True)
 
 
 def reference_events(plan, me: str, seed: int, messages) -> list[dict]:

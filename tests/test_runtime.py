@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import os
 import signal
-import textwrap
 import time
 
 import pytest
 
+from choreo_util import write
 from cpl.tracefile import load_trace
 from runtime_util import (EXAMPLES, Cpl, check_messages, check_results, check_semantics,
                           events_per_lifeline, lifeline_processes, run_cpl, tagged, wait_until)
@@ -204,14 +204,11 @@ def test_timeout_stops_a_long_run(tmp_path):
 # ------------------------------------------------------------------ small choreographies
 
 def _write(tmp_path, name: str, source: str) -> str:
-    path = tmp_path / f"{name}.py"
-    path.write_text(textwrap.dedent(source))
-    return str(path)
+    return str(write(tmp_path, source, name=f"{name}.py"))
 
 
 def test_a_failing_action_fails_the_run_naming_the_lifeline_and_event(tmp_path):
     choreography = _write(tmp_path, "failing", """
-        from choreo import Choreography
         c = failing = Choreography("failing")
         A, B = c.lifelines("A", "B")
         x = c.var("x", int)
@@ -236,7 +233,6 @@ def test_a_value_too_large_for_the_wire_fails_the_run_at_its_sender(tmp_path):
     """A frame over 1 MiB would be dropped by the receiver's ZMQ_MAXMSGSIZE without a word;
     the run must end at once with the cause, not wait for the message until --timeout."""
     choreography = _write(tmp_path, "big", """
-        from choreo import Choreography
         c = big = Choreography("big")
         A, B = c.lifelines("A", "B")
         blob = c.var("blob", str)
@@ -261,7 +257,6 @@ def test_a_lifeline_waiting_long_for_a_slow_action_elsewhere_is_not_taken_for_de
     from runtime.lifeline import SUPERVISOR_SILENCE
     choreography = _write(tmp_path, "slow", f"""
         import time
-        from choreo import Choreography
         c = slow = Choreography("slow")
         A, B = c.lifelines("A", "B")
         x = c.var("x", int)
@@ -287,7 +282,6 @@ def test_results_of_lifelines_without_declared_results_are_their_final_stores_as
     """No ``c.result``: each lifeline's result is its whole store at the end, over processes
     as with --sim (a variable first set during the run included)."""
     choreography = _write(tmp_path, "plain", """
-        from choreo import Choreography
         c = plain = Choreography("plain")
         A, B = c.lifelines("A", "B")
         x = c.var("x", int)

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from runtime.connection import Keys
 from runtime.wire import MAX_FRAME, VERSION
-from runtime_util import LiveLifeline, drive_until_send, reference_events
+from runtime_util import FIELDS, LiveLifeline, drive_until_send, frame, reference_events
 
 # B takes A's x three times and C's y once, then decides on @A.x (the newest x in its
 # causal past), so the decision depends on exactly which of A's frames got in.
@@ -321,13 +321,7 @@ def test_a_clock_claiming_more_of_my_events_than_i_took_is_refused_when_i_am_car
 
 
 def _encoded(message, **changes) -> bytes:
-    from runtime.wire import encode
-    fields = list(msgpack.unpackb(encode("run", message, int(message.msg_id[2:])), raw=False))
-    names = ("version", "run", "sender", "seq", "kind", "ident", "path", "values", "label",
-             "outcome", "meta")
-    for name, value in changes.items():
-        fields[names.index(name)] = value
-    return msgpack.packb(fields, use_bin_type=True)
+    return frame("run", message, **changes)  # the run of the Inbound above
 
 
 def test_a_key_that_cannot_be_hashed_is_refused_not_raised(tmp_path):
@@ -364,9 +358,7 @@ def test_any_frame_is_taken_or_refused_by_reason_never_raises_anything_else(data
     from runtime.wire import FrameRejected
     inbound, messages = _inbound()
     message = data.draw(st.sampled_from(messages))
-    names = ("version", "run", "sender", "seq", "kind", "ident", "path", "values", "label",
-             "outcome", "meta")
-    broken = data.draw(st.sets(st.sampled_from(names), max_size=3))
+    broken = data.draw(st.sets(st.sampled_from(FIELDS), max_size=3))
     changes = {name: data.draw(_json) for name in broken}
     frame = data.draw(st.one_of(st.just(_encoded(message, **changes)), st.binary(max_size=64),
                                 st.builds(lambda v: msgpack.packb(v, use_bin_type=True), _json)))
