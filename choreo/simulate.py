@@ -168,14 +168,13 @@ class _Simulation:
                         except (Exception, SystemExit) as failure:
                             raise runner.action_failed(option, failure) from None
                 event, message = runner.fire(option, value)
-                if event is not None:
-                    emit(event)
+                emit(event)  # counted right away: a Ctrl-C lands between the two at most
+                steps += 1
                 lists[runner.index] = runner.enabled()
                 if message is not None:
                     receiver = runners[place[message.receiver]]
                     receiver.deliver(message)
                     lists[receiver.index] = receiver.enabled()
-                steps += 1
         except RunFailure as failure:
             status, error = FAILED, failure.render()
         except DeadlinePassed:
@@ -193,7 +192,7 @@ class _Simulation:
         keep, sink = self.events.append if self.recording else None, self.sink
         if keep is not None and sink is not None:
             return lambda event: (keep(event), sink(event))
-        return keep or sink or (lambda event: None)
+        return keep or sink or (lambda event: None)  # recording nothing: event is None
 
     def meta(self, status: str, error: str | None, steps: int) -> dict:
         """How the run ended, for the trace's ``meta``."""
