@@ -64,7 +64,7 @@ class Evaluator:
         self._values = trace.valuations()
         self._lifeline = [event.lifeline for event in trace.events]
         self._position = trace.local_index()
-        self._clock = _vector_clocks(trace)
+        self._clock = vector_clocks(trace)
         self._memo: dict[int, tuple[object, bytearray]] = {}  # id(subformula) → (it, cells)
 
     # ----------------------------------------------------- the order ≤
@@ -73,32 +73,32 @@ class Evaluator:
         """``f ≤ e``: f reaches e along local-successor and send→receive edges."""
         return self._position[f] < self._clock[self._lifeline[f]][e]
 
-    def _visible(self, lifeline: str, e: int) -> int:
+    def visible(self, lifeline: str, e: int) -> int:
         """How many of ``lifeline``'s events are ≤ e (they are its first ones)."""
         column = self._clock.get(lifeline)
         return column[e] if column is not None else 0
 
     def causal_past(self, e: int) -> list[int]:
         """Every f with ``f ≤ e``, in trace order (includes e)."""
-        return sorted(self._causal_past(e))
+        return sorted(self.causal_past_unordered(e))
 
-    def _causal_past(self, e: int) -> Iterator[int]:
+    def causal_past_unordered(self, e: int) -> Iterator[int]:
         """``{f | f ≤ e}``, each lifeline's visible events latest first."""
         for lifeline in self._clock:
             events = self.trace.local_events(lifeline)
-            for position in range(self._visible(lifeline, e) - 1, -1, -1):
+            for position in range(self.visible(lifeline, e) - 1, -1, -1):
                 yield events[position]
 
     def last(self, lifeline: str, e: int) -> int | None:
         """``last_B(e)``: the latest event of B with ``last_B(e) ≤ e``, or None."""
-        count = self._visible(lifeline, e)
+        count = self.visible(lifeline, e)
         return self.trace.local_events(lifeline)[count - 1] if count else None
 
     def local_past(self, e: int) -> list[int]:
         """The events f on e's lifeline with ``f ≤ e``, in local order."""
         return list(self.trace.local_events(self._lifeline[e])[:self._position[e] + 1])
 
-    def _local_past_latest_first(self, e: int) -> Iterator[int]:
+    def local_past_latest_first(self, e: int) -> Iterator[int]:
         events = self.trace.local_events(self._lifeline[e])
         for position in range(self._position[e], -1, -1):
             yield events[position]
@@ -147,7 +147,7 @@ class Evaluator:
             # Quantifiers taken latest first: the first g (going back from e) with g ⊨ ψ
             # is a witness, since every later one was checked to satisfy φ; a g with
             # g ⊭ φ before any witness lies between e and every earlier f: none is one.
-            for g in self._local_past_latest_first(e):
+            for g in self.local_past_latest_first(e):
                 if self.holds(node.right, g):
                     return True
                 if not self.holds(node.left, g):
@@ -162,11 +162,11 @@ class Evaluator:
         if kind is ast.Implies:  # !φ || ψ
             return not self.holds(node.left, e) or self.holds(node.right, e)
         if kind is ast.Past:  # some f ≤ e, on any lifeline, has f ⊨ φ
-            return any(self.holds(node.body, f) for f in self._causal_past(e))
+            return any(self.holds(node.body, f) for f in self.causal_past_unordered(e))
         if kind is ast.Once:  # true S φ: some f on A with f ≤ e has f ⊨ φ
-            return any(self.holds(node.body, f) for f in self._local_past_latest_first(e))
+            return any(self.holds(node.body, f) for f in self.local_past_latest_first(e))
         if kind is ast.Hist:  # !(true S !φ): every f on A with f ≤ e has f ⊨ φ
-            return all(self.holds(node.body, f) for f in self._local_past_latest_first(e))
+            return all(self.holds(node.body, f) for f in self.local_past_latest_first(e))
         if kind is ast.Seen:  # @A(true): last_A(e) exists
             return self.last(node.lifeline, e) is not None
         raise TypeError(f"not a CPL formula: {node!r}")
@@ -194,7 +194,7 @@ class Evaluator:
                                   f"{error} at {where}") from error
 
 
-def _vector_clocks(trace: Trace) -> dict[str, array]:
+def vector_clocks(trace: Trace) -> dict[str, array]:
     """Per lifeline B, the column ``vc[·][B]``: how many of B's events reach each event.
 
     ``vc[e]`` is the componentwise max over e's immediate predecessors (previous

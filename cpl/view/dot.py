@@ -1,0 +1,165 @@
+"""A ``Layout`` drawn with graphviz: DOT text, and SVG/PNG/PDF from it.
+
+Every node is pinned where the layout put it and graphviz only draws
+(``neato -n2``): an MSC's geometry is ours to fix, graphviz's rank
+heuristics would move events off their rows.  Text from the trace goes
+through ``graphviz.escape`` — a lifeline called ``<b>`` or ``\\N`` is shown,
+never interpreted — and node names are our own (``e12``), never the trace's.
+"""
+
+from __future__ import annotations
+
+import graphviz
+
+from .layout import Arrow, Dot, Layout
+
+COLUMN = 190.0  # points between lifelines
+ROW = 30.0  # points between rows
+MARGIN = 20.0
+FONT = "Helvetica"
+TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
+INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
+FORMATS = ("svg", "png", "pdf", "dot")
+
+
+def _x(lane: int) -> float:
+    return MARGIN + 60 + lane * COLUMN
+
+
+def _y(layout: Layout, row: float) -> float:
+    """Graphviz's y grows upward; row 0 is the heads, rows grow downward."""
+    return (layout.rows + 2 - row) * ROW + MARGIN
+
+
+def _pos(x: float, y: float) -> str:
+    return f"{x:.1f},{y:.1f}!"
+
+
+def _ink(flag: bool | None, colour: str = INK) -> str:
+    """The colour of something in (or not in) the highlighted past."""
+    return GREY if flag is False else colour
+
+
+def _label_width(text: str, size: float) -> float:
+    return 0.58 * size * len(text)  # Helvetica's average advance, near enough to place text
+
+
+def graph(layout: Layout) -> graphviz.Digraph:
+    """The DOT graph of a layout (``.source`` is the DOT text)."""
+    g = graphviz.Digraph("msc", engine="neato")
+    g.attr(splines="line", outputorder="edgesfirst", bgcolor="white", pad="0.2",
+           fontname=FONT, fontsize="11", labelloc="t", label=graphviz.escape(layout.title))
+    g.attr("node", fontname=FONT, fontsize="10")
+    g.attr("edge", fontname=FONT, fontsize="9", arrowsize="0.6")
+    bottom = layout.rows + 1.5
+    for lane, name in enumerate(layout.lifelines):
+        x = _x(lane)
+        g.node(f"h{lane}", graphviz.escape(name), shape="box", style="rounded,filled",
+               fillcolor="#eceff1", color="#90a4ae", pos=_pos(x, _y(layout, 0)),
+               id=f"lifeline-{lane}", margin="0.12,0.04")
+        g.node(f"f{lane}", "", shape="point", width="0.01", color="#90a4ae",
+               pos=_pos(x, _y(layout, bottom)))
+        g.edge(f"h{lane}", f"f{lane}", arrowhead="none", color="#b0bec5", penwidth="1.2",
+               id=f"line-{lane}")
+    if layout.skipped_before:
+        _note(g, layout, "above", 0.55, f"⋮ {layout.skipped_before} earlier events not shown")
+    if layout.skipped_after:
+        _note(g, layout, "below", bottom + 0.4, f"⋮ {layout.skipped_after} later events not shown")
+    for number, dot in enumerate(layout.dots):
+        _dot(g, layout, number, dot)
+    for number, arrow in enumerate(layout.arrows):
+        _arrow(g, layout, number, arrow)
+    for end in layout.ends:
+        g.node(f"end{end.lane}", graphviz.escape(f"✕ {end.text}"), shape="plaintext",
+               fontcolor=FALSE, fontsize="10", pos=_pos(_x(end.lane), _y(layout, end.row)),
+               id=f"end-{end.lane}")
+    if layout.highlight is not None:
+        _note(g, layout, "legend", bottom + 0.9, "black: the highlighted event's causal past · "
+              "orange ring: the latest event of each lifeline it saw · grey: not visible to it")
+    return g
+
+
+def _note(g, layout: Layout, name: str, row: float, text: str) -> None:
+    width = _label_width(text, 9)
+    g.node(f"note-{name}", graphviz.escape(text), shape="plaintext", fontsize="9",
+           fontcolor="#616161", pos=_pos(MARGIN + width / 2, _y(layout, row)))
+
+
+def _dot(g, layout: Layout, number: int, dot: Dot) -> None:
+    x, y = _x(dot.lane), _y(layout, dot.row)
+    focus = layout.highlight == dot.index
+    ink = _ink(dot.past)
+    common = dict(pos=_pos(x, y), id=f"ev-{dot.index}", label="", fixedsize="true")
+    if dot.kind == "choice":
+        fill = {True: TRUE, False: FALSE}.get(dot.outcome, UNDECIDED)
+        g.node(f"e{number}", shape="diamond", width="0.26", height="0.26", style="filled",
+               fillcolor=_ink(dot.past, fill), color=FOCUS if focus else _ink(dot.past, fill),
+               penwidth="3" if focus else "1", **common)
+    elif dot.kind == "fold":
+        g.node(f"e{number}", shape="box", width="0.16", height="0.16", style="filled",
+               fillcolor="white", color=ink, **common)
+    else:
+        g.node(f"e{number}", shape="circle", width="0.13" if not focus else "0.2",
+               style="filled", fillcolor=FOCUS if focus else ink, color=FOCUS if focus else ink,
+               **common)
+    if dot.frontier:
+        g.node(f"r{number}", "", shape="circle", width="0.34", fixedsize="true",
+               color=FRONTIER, penwidth="2", pos=_pos(x, y), id=f"seen-{dot.index}")
+    lines = [dot.text] if dot.text else []
+    if dot.kind == "choice" and dot.guard:
+        lines.append(_short_guard(dot.guard))
+    if lines:
+        width = max(_label_width(line, 9) for line in lines)
+        text = "\n".join(graphviz.escape(line) for line in lines)
+        g.node(f"t{number}", text.replace("\n", "\\l") + "\\l", shape="plaintext",
+               fontsize="9", fontcolor=_ink(dot.past, "#37474f"), margin="0",
+               width="0", height="0", pos=_pos(x + 12 + width / 2, y))
+
+
+def _short_guard(guard: str, limit: int = 48) -> str:
+    return guard if len(guard) <= limit else guard[:limit - 1] + "…"
+
+
+def _arrow(g, layout: Layout, number: int, arrow: Arrow) -> None:
+    ink = _ink(arrow.past)
+    tail = f"e{arrow.send}" if arrow.send is not None else _stub(
+        g, layout, f"a{number}", arrow.sender_lane, 0.6)
+    if arrow.recv is not None:
+        head = f"e{arrow.recv}"
+    else:  # in transit, or received below the window: to the bottom edge
+        head = _stub(g, layout, f"z{number}", arrow.receiver_lane, layout.rows + 1.2)
+    text = arrow.text + (" (in transit)" if arrow.in_transit else "")
+    g.edge(tail, head, color=FALSE if arrow.in_transit and arrow.past is not False else ink,
+           style="dashed" if arrow.in_transit or arrow.recv is None else "solid",
+           id=f"msg-{number}")
+    _arrow_label(g, layout, number, arrow, text, ink)
+
+
+def _arrow_label(g, layout: Layout, number: int, arrow: Arrow, text: str, ink: str) -> None:
+    """The label sits in the first gap the arrow crosses, just above it: graphviz would put
+    it at the middle, on top of whatever lifeline a long arrow crosses there."""
+    x0, x1 = _x(arrow.sender_lane), _x(arrow.receiver_lane)
+    y0 = _y(layout, layout.dots[arrow.send].row if arrow.send is not None else 0.6)
+    y1 = _y(layout, layout.dots[arrow.recv].row if arrow.recv is not None else layout.rows + 1.2)
+    if x0 == x1:
+        return
+    step = COLUMN / 2 if x1 > x0 else -COLUMN / 2
+    x = x0 + step
+    y = y0 + (y1 - y0) * (x - x0) / (x1 - x0) + 7
+    g.node(f"m{number}", graphviz.escape(text), shape="plaintext", fontsize="9",
+           fontcolor=ink, margin="0", width="0", height="0", pos=_pos(x, y),
+           id=f"msglabel-{number}")
+
+
+def _stub(g, layout: Layout, name: str, lane: int, row: float) -> str:
+    g.node(name, "", shape="point", width="0.01", style="invis",
+           pos=_pos(_x(lane), _y(layout, row)))
+    return name
+
+
+def render(layout: Layout, form: str) -> bytes:
+    """The picture in ``form`` (one of ``FORMATS``)."""
+    g = graph(layout)
+    if form == "dot":
+        return g.source.encode("utf-8")
+    return g.pipe(format=form, neato_no_op=2, quiet=True)
