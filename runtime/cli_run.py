@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import sys
+import tempfile
 
 import attrs
 
@@ -21,8 +23,6 @@ from .usage import UsageError
 def cmd_run(args) -> int:
     from choreo import load_one
     from choreo.plan import prepare
-    from choreo.status import EXIT_CODES
-    from cpl.tracestream import TraceWriter
 
     if args.sim and (args.hosts or args.insecure):
         raise UsageError(f"{'--hosts' if args.hosts else '--insecure'} is for a run over "
@@ -30,14 +30,30 @@ def cmd_run(args) -> int:
     if not args.sim and args.max_steps is not None:
         raise UsageError("--max-steps counts the simulator's steps (--sim); a run over "
                          "processes stops with --timeout SECONDS")
+    render_format = _render_format(args.render)
     plan = prepare(load_one(args.choreo, args.name))
     inputs = plan.inputs(args.arg)
-    writer = None
-    if args.trace:  # checked before the run: an unwritable path must not cost a run
+    trace_path = args.trace
+    if args.render and not trace_path:  # the picture is drawn from a trace: keep one aside
+        handle, trace_path = tempfile.mkstemp(suffix=".jsonl", prefix="cpl-run-")
+        os.close(handle)
         try:
-            writer = TraceWriter.open(args.trace, **plan.header(inputs))
+            return _run(args, plan, inputs, trace_path, render_format)
+        finally:
+            os.unlink(trace_path)
+    return _run(args, plan, inputs, trace_path, render_format)
+
+
+def _run(args, plan, inputs, trace_path, render_format) -> int:
+    from choreo.status import EXIT_CODES
+    from cpl.tracestream import TraceWriter
+
+    writer = None
+    if trace_path:  # checked before the run: an unwritable path must not cost a run
+        try:
+            writer = TraceWriter.open(trace_path, **plan.header(inputs))
         except TraceError as error:
-            raise UsageError(f"--trace: {error}") from None
+            raise UsageError(f"--{'trace' if args.trace else 'render'}: {error}") from None
     write = writer.write if writer else None
     # Leaving the block without close() (an error of ours, a second Ctrl-C) still ends
     # the trace, as failed or interrupted.
@@ -68,7 +84,36 @@ def cmd_run(args) -> int:
     if meta["status"] != "ok":
         print(f"cpl run: {meta.get('error', meta['status'])}"
               + (f"\n  (trace written to {args.trace})" if args.trace else ""), file=sys.stderr)
-    return EXIT_CODES[meta["status"]]
+    code = EXIT_CODES[meta["status"]]
+    if args.render:
+        code = _render_run(trace_path, args.render, render_format) or code
+    return code
+
+
+def _render_format(path: str | None) -> str | None:
+    """``--render OUT``'s format, checked before the run like ``--trace``."""
+    if path is None:
+        return None
+    from cpl.view import format_of
+    form = format_of(path)
+    if form is None or form == "shiviz":
+        raise UsageError(f"--render {path}: give a file ending in .svg, .png, .pdf, .dot "
+                         f"or .html")
+    return form
+
+
+def _render_run(trace_path: str, out: str, form: str) -> int:
+    """Draw the run's trace (failing runs too); 1 if the picture could not be made."""
+    from cpl.tracefile import load_trace
+    from cpl.view import render
+    from .cli_view import drawn, write_atomically
+    try:
+        trace = load_trace(trace_path)
+        write_atomically(out, drawn(lambda: render(trace, form)))
+    except TraceError as error:
+        print(f"cpl run: --render: {error}", file=sys.stderr)
+        return 1
+    return 0
 
 
 def read_hosts(path: str, lifelines) -> tuple[str, dict[str, str]]:
@@ -136,6 +181,8 @@ def add_run_commands(commands) -> None:
     run.add_argument("--trace", metavar="OUT.json|OUT.jsonl|OUT.msgpack",
                      help="write the cpl-msc/1 trace as the run goes (.jsonl: streamed line "
                      "by line, so a killed run keeps what it did); also when the run fails")
+    run.add_argument("--render", metavar="OUT.svg|.png|.pdf|.dot|.html",
+                     help="draw the run's MSC at the end (failing runs too); see cpl render")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long")
     run.add_argument("--max-steps", type=int, metavar="N", help="stop after N events (--sim)")
     run.add_argument("--hosts", metavar="FILE",

@@ -62,7 +62,7 @@ def graph(layout: Layout) -> graphviz.Digraph:
         g.edge(f"h{lane}", f"f{lane}", arrowhead="none", color="#b0bec5", penwidth="1.2",
                id=f"line-{lane}")
     if layout.skipped_before:
-        _note(g, layout, "above", 0.55, f"⋮ {layout.skipped_before} earlier events not shown")
+        _note(g, layout, "above", -0.75, f"⋮ {layout.skipped_before} earlier events not shown")
     if layout.skipped_after:
         _note(g, layout, "below", bottom + 0.4, f"⋮ {layout.skipped_after} later events not shown")
     for number, dot in enumerate(layout.dots):

@@ -18,7 +18,7 @@ import attrs
 from ..msc import Trace
 from ..reference import Evaluator
 
-MAX_ROWS = 300  # past this the picture folds acts, then shows a window
+MAX_ROWS = 150  # past this the picture folds acts, then shows a window (about 5,000 px tall)
 
 
 @attrs.frozen

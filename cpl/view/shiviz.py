@@ -21,8 +21,11 @@ PARSER = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})"
 def host_names(lifelines) -> dict[str, str]:
     """Lifeline → a ShiViz host name: no whitespace, not empty, unique."""
     hosts: dict[str, str] = {}
-    taken: set[str] = set()
+    taken = {name for name in lifelines if name and not re.search(r"\s", name)}
     for name in lifelines:
+        if name in taken and name not in hosts.values():  # already a good host name
+            hosts[name] = name
+            continue
         base = re.sub(r"\s", "_", name) or "_"
         host, n = base, 1
         while host in taken:

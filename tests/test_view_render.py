@@ -1,0 +1,180 @@
+"""The MSC picture, checked on its structure: columns, arrows, diamonds, highlight, windows.
+
+The SVG graphviz writes is parsed back: every drawn element carries an id
+(``ev-<index>``, ``msg-<n>``, ``lifeline-<lane>``), so the tests can find the
+shape that stands for each event and where graphviz put it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from choreo import load_one
+from choreo.plan import prepare
+from choreo.simulate import Simulator
+from cpl.msc import Event, Trace
+from cpl.tracefile import load_trace
+from cpl.view import format_of, layout, render
+from cpl.view.dot import FALSE, GREY, TRUE
+from cpl.view.shiviz import PARSER, host_names, shiviz_log
+
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
+
+SVG = "{http://www.w3.org/2000/svg}"
+FIG2 = "examples/traces/fig2.json"
+
+
+@pytest.fixture(scope="module")
+def review() -> Trace:
+    plan = prepare(load_one("examples/code_review.py", None))
+    return Simulator.of(plan).run(seed=3, values=plan.inputs(["rounds=2"])).trace
+
+
+def _svg(trace: Trace, **options) -> dict[str, ET.Element]:
+    root = ET.fromstring(render(trace, "svg", **options))
+    return {g.get("id"): g for g in root.iter(f"{SVG}g") if g.get("id")}
+
+
+def _centre(group: ET.Element) -> tuple[float, float]:
+    """The centre of a node's shape: an ellipse's, or the mean of a polygon's points."""
+    for shape in group:
+        if shape.tag == f"{SVG}ellipse":
+            return float(shape.get("cx")), float(shape.get("cy"))
+        if shape.tag == f"{SVG}polygon":
+            points = [tuple(map(float, p.split(","))) for p in shape.get("points").split()]
+            points = points[:-1] if points[0] == points[-1] else points
+            return (sum(p[0] for p in points) / len(points), sum(p[1] for p in points) / len(points))
+        if shape.tag == f"{SVG}text":  # a rounded box is a path: its text is centred
+            return float(shape.get("x")), float(shape.get("y"))
+    raise AssertionError(f"no shape in {group.get('id')}")
+
+
+def _fill(group: ET.Element) -> str:
+    return next(s.get("fill") for s in group if s.tag in (f"{SVG}ellipse", f"{SVG}polygon"))
+
+
+def test_one_column_per_lifeline_and_every_event_on_its_own(review):
+    groups = _svg(review)
+    heads = [_centre(groups[f"lifeline-{lane}"])[0] for lane in range(len(review.lifelines))]
+    assert len(set(heads)) == len(review.lifelines)
+    texts = {t.text for g in groups.values() for t in g.iter(f"{SVG}text")}
+    assert set(review.lifelines) <= texts, "the SVG names every lifeline"
+    lanes = {name: n for n, name in enumerate(review.lifelines)}
+    for index, event in enumerate(review.events):
+        x, _ = _centre(groups[f"ev-{index}"])
+        assert x == pytest.approx(heads[lanes[event.lifeline]], abs=0.5), event.id
+
+
+def test_time_runs_down_every_lifeline_and_every_arrow_slants_down(review):
+    groups = _svg(review)
+    y = {index: _centre(groups[f"ev-{index}"])[1] for index in range(len(review.events))}
+    for name in review.lifelines:
+        local = review.local_events(name)
+        assert all(y[a] < y[b] for a, b in zip(local, local[1:])), name
+    for index, event in enumerate(review.events):
+        if event.kind == "recv":
+            assert y[review.index_of(review.send_of(event.msg).id)] < y[index], event.id
+
+
+def test_one_solid_arrow_per_received_message_and_dashed_ones_in_transit():
+    trace = load_trace(FIG2)
+    groups = _svg(trace)
+    arrows = [g for key, g in groups.items() if re.fullmatch(r"msg-\d+", key)]
+    dashed = [g for g in arrows if any(p.get("stroke-dasharray") for p in g.iter(f"{SVG}path"))]
+    received = [e for e in trace.events if e.kind == "recv"]
+    assert len(arrows) - len(dashed) == len(received) == 2
+    assert len(dashed) == len(trace.in_transit()) == 1
+    labels = [t.text for key, g in groups.items() if key.startswith("msglabel-")
+              for t in g.iter(f"{SVG}text")]
+    assert "r2 (in transit)" in labels
+
+
+def test_choices_are_diamonds_coloured_by_outcome(review):
+    groups = _svg(review)
+    choices = [(i, e) for i, e in enumerate(review.events) if e.kind == "choice"]
+    assert {e.outcome for _, e in choices} == {True, False}
+    for index, event in choices:
+        group = groups[f"ev-{index}"]
+        polygon = next(group.iter(f"{SVG}polygon"))
+        assert len(polygon.get("points").split()) in (4, 5)  # closed or not
+        assert _fill(group).lower() == (TRUE if event.outcome else FALSE).lower()
+
+
+def test_highlight_greys_what_the_decision_could_not_see_and_rings_its_frontier():
+    trace = load_trace(FIG2)
+    groups = _svg(trace, highlight="c3")
+    greyed = {trace.events[i].id for i in range(len(trace.events))
+              if _fill(groups[f"ev-{i}"]).lower() == GREY.lower()}
+    assert greyed == {"t3", "t4"}  # the failure and its report had not reached c3
+    rings = {trace.events[int(key[5:])].id for key in groups if key.startswith("seen-")}
+    assert rings == {"o1", "t2", "c3"}
+
+
+def test_a_died_lifeline_is_marked_where_it_ended():
+    events = [Event("a1", "A", "send", to="B", msg="m"), Event("b1", "B", "recv", msg="m"),
+              Event("a2", "A", "act", set={"x": 1})]
+    trace = Trace(("A", "B"), events=events,
+                  meta={"status": "died", "died": {"lifeline": "B", "exit": None, "signal": 9}})
+    placed = layout(trace)
+    assert [(end.lane, end.text) for end in placed.ends] == [(1, "died (signal 9)")]
+    groups = _svg(trace)
+    assert "✕ died (signal 9)" in [t.text for t in groups["end-1"].iter(f"{SVG}text")]
+
+
+def test_hostile_names_are_shown_not_interpreted():
+    names = ("<b>bold</b>", 'quo"te\\N', "line\nbreak")
+    events = [Event(f"e{n}", name, "act", label=name) for n, name in enumerate(names)]
+    trace = Trace(names, events=events)
+    texts = [t.text for t in ET.fromstring(render(trace, "svg")).iter(f"{SVG}text")]
+    assert "<b>bold</b>" in texts and 'quo"te\\N' in texts
+    assert b"<b>bold" not in render(trace, "svg")  # escaped, never markup
+    for form in ("png", "pdf", "dot", "shiviz"):
+        assert render(trace, form)
+
+
+def test_formats_have_their_own_magic(review):
+    assert render(review, "png").startswith(b"\x89PNG")
+    assert render(review, "pdf").startswith(b"%PDF")
+    assert render(review, "dot").startswith(b"digraph")
+    assert [format_of(n) for n in ("a.SVG", "a.gv", "a.log", "a.htm", "a.txt", "noext")] == \
+        ["svg", "dot", "shiviz", "html", None, None]
+
+
+def test_a_large_trace_folds_acts_then_draws_a_window_around_the_highlight():
+    events = []
+    for n in range(600):
+        events += [Event(f"a{n}", "A", "act", set={"x": n}), Event(f"s{n}", "A", "send", to="B",
+                   msg=f"m{n}"), Event(f"r{n}", "B", "recv", msg=f"m{n}")]
+    trace = Trace(("A", "B"), events=events)
+    full = layout(trace, max_rows=0)
+    assert full.rows == 1201 and full.folded == 0
+    window = layout(trace, highlight="r300", max_rows=100)
+    assert window.rows == 100
+    shown = {trace.events[d.index].id for d in window.dots}
+    assert "r300" in shown and window.highlight == trace.index_of("r300")
+    assert window.skipped_before + window.skipped_after + len(window.dots) == len(events)
+    # an arrow whose send lies above the window is still drawn, cut at the top edge
+    assert any(a.send is None and a.recv is not None for a in window.arrows)
+    folds = Trace(("A",), events=[Event(f"x{n}", "A", "act") for n in range(500)])
+    folded = layout(folds, max_rows=50)
+    assert folded.rows == 1 and folded.dots[0].count == 500 and folded.folded == 499
+
+
+def test_shiviz_log_has_the_parser_line_and_a_clock_per_event():
+    trace = Trace(("the host", "the_host"), events=[
+        Event("s", "the host", "send", to="the_host", msg="m"),
+        Event("r", "the_host", "recv", msg="m")])
+    lines = shiviz_log(trace).splitlines()
+    assert lines[:2] == [PARSER, ""]
+    hosts = host_names(trace.lifelines)
+    assert hosts == {"the host": "the_host~2", "the_host": "the_host"}
+    # ShiViz's default expression: a description line, then "HOST {clock}"
+    pattern = re.compile(r"(?P<event>.*)\n(?P<host>\S*) (?P<clock>{.*})")
+    found = pattern.findall("\n".join(lines[2:]))
+    assert [(host, json.loads(clock)) for _, host, clock in found] == [
+        ("the_host~2", {"the_host~2": 1}), ("the_host", {"the_host~2": 1, "the_host": 1})]
