@@ -38,7 +38,8 @@ class Term:
     text: str
     defined: bool
     value: object = None
-    source: str | None = None  # id of the event whose store holds the value
+    source: str | None = None  # id of the event whose store was read
+    set_by: str | None = None  # id of the event whose ``set`` gave the value (None: init)
     why: str = ""  # how the value was found, or why there is none
 
 
@@ -76,8 +77,9 @@ def _term_json(term: Term) -> dict:
     data: dict = {"term": term.text, "defined": term.defined}
     if term.defined:
         data["value"] = term.value
-    if term.source is not None:
-        data["source"] = term.source
+    for name in ("source", "set_by"):
+        if getattr(term, name) is not None:
+            data[name] = getattr(term, name)
     if term.why:
         data["why"] = term.why
     return data
@@ -325,7 +327,8 @@ class _Explainer:
         setter = self._setter(f, term.name)
         origin = (f"set at {shown(self.id(setter))}" if setter is not None
                   else "from the initial store")
-        return Term(text, True, value, self.id(f), f"{origin}, read {where}")
+        return Term(text, True, value, self.id(f), None if setter is None else self.id(setter),
+                    f"{origin}, read {where}")
 
     def _setter(self, f: int, name: str) -> int | None:
         """The latest event on f's lifeline, up to f, whose ``set`` assigns ``name``."""
