@@ -2,7 +2,8 @@
 
     python bench/run.py                  # everything (about ten minutes on 2 cores)
     python bench/run.py --quick          # small sizes, one or two rounds: a smoke run
-    python bench/run.py --only P1,P3     # any of P1, P1-local, P2, P3, P3-scale, P4, P5, P6, startup
+    python bench/run.py --only P1,P3     # any of P1, P1-local, P2, P3, P3-scale, P4, P5, P6,
+                                         # startup, render
     python bench/run.py --json out.json  # also write every individual measurement
 
 Every ratio is against a baseline measured in the same run; see README.md.
@@ -28,13 +29,14 @@ import p3_scale  # noqa: E402
 import p4_throughput  # noqa: E402
 import p5_simulate  # noqa: E402
 import p6_eval  # noqa: E402
+import render  # noqa: E402
 import startup  # noqa: E402
 from timing import table  # noqa: E402
 
 BENCHMARKS = {"P1": p1_mixed.run, "P1-local": p1_local.run, "P2": p2_receive.run,
               "P3": p3_metadata.run, "P3-scale": p3_scale.run, "P5": p5_simulate.run,
               "P6": p6_eval.run}
-BENCHMARKS.update({"P4": p4_throughput.run, "startup": startup.run})
+BENCHMARKS.update({"P4": p4_throughput.run, "startup": startup.run, "render": render.run})
 
 
 def machine() -> dict:
