@@ -113,7 +113,8 @@ def _dot(g, layout: Layout, number: int, dot: Dot) -> None:
         text = "\n".join(graphviz.escape(line) for line in lines)
         g.node(f"t{number}", text.replace("\n", "\\l") + "\\l", shape="plaintext",
                fontsize="9", fontcolor=_ink(dot.past, "#37474f"), margin="0",
-               width="0", height="0", pos=_pos(x + 12 + width / 2, y))
+               width="0", height="0", pos=_pos(x + 12 + width / 2, y),
+               id=f"label-{dot.index}")
 
 
 def _short_guard(guard: str, limit: int = 48) -> str:
