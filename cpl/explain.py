@@ -161,27 +161,44 @@ def shown(name: str) -> str:
 def explain(trace: Trace, event_id: str, guard: str | None = None,
             predicates: Registry | None = None) -> Explanation:
     """Explain ``guard`` (default: the choice's recorded guard) at the event ``event_id``."""
-    try:
-        index = trace.index_of(event_id)
-    except KeyError:
-        from .names import did_you_mean
-        raise ExplainError(f"the trace has no event {event_id!r}"
-                           f"{did_you_mean(event_id, [e.id for e in trace.events])}") from None
-    event = trace.events[index]
-    if guard is None:
-        if event.guard is None:
-            what = "a choice that recorded no guard" if event.kind == "choice" else \
-                f"a {event.kind}, not a choice"
-            raise ExplainError(f"event {event_id!r} is {what}: give a GUARD to explain there")
-        guard = event.guard
-    checked = check(guard, trace.schema(predicates))
-    explainer = _Explainer(trace, predicates)
-    step = explainer.step(checked.formula, index)
-    recorded = event.outcome if event.guard == checked.canonical else None
-    frontier = {lane: _id_or_none(trace, explainer.ev.last(lane, index))
-                for lane in trace.lifelines}
-    return Explanation(event.id, event.lifeline, event.kind, event.label, checked.canonical,
-                       step.value, recorded, frontier, step)
+    return Explainer(trace, predicates).explain(event_id, guard)
+
+
+class Explainer:
+    """Explains many events of one trace: the vector clocks are computed once, and each
+    guard text is checked once, so its values are memoised across events."""
+
+    def __init__(self, trace: Trace, predicates: Registry | None = None):
+        self.trace = trace
+        self.evaluator = Evaluator(trace, predicates)
+        self.schema = trace.schema(predicates)
+        self.checked: dict[str, object] = {}
+
+    def explain(self, event_id: str, guard: str | None = None) -> Explanation:
+        trace = self.trace
+        try:
+            index = trace.index_of(event_id)
+        except KeyError:
+            from .names import did_you_mean
+            raise ExplainError(f"the trace has no event {event_id!r}"
+                               f"{did_you_mean(event_id, [e.id for e in trace.events])}") from None
+        event = trace.events[index]
+        if guard is None:
+            if event.guard is None:
+                what = "a choice that recorded no guard" if event.kind == "choice" else \
+                    f"a {event.kind}, not a choice"
+                raise ExplainError(f"event {event_id!r} is {what}: give a GUARD to explain there")
+            guard = event.guard
+        checked = self.checked.get(guard)
+        if checked is None:
+            checked = self.checked[guard] = check(guard, self.schema)
+        steps = _Steps(trace, self.evaluator)
+        step = steps.step(checked.formula, index)
+        recorded = event.outcome if event.guard == checked.canonical else None
+        frontier = {lane: _id_or_none(trace, self.evaluator.last(lane, index))
+                    for lane in trace.lifelines}
+        return Explanation(event.id, event.lifeline, event.kind, event.label,
+                           checked.canonical, step.value, recorded, frontier, step)
 
 
 def _operands(node, kind) -> list:
@@ -201,12 +218,13 @@ def _id_or_none(trace: Trace, index: int | None) -> str | None:
     return None if index is None else trace.events[index].id
 
 
-class _Explainer:
-    """Builds the steps; ``ev`` answers every question of value and order."""
+class _Steps:
+    """Builds the steps of one explanation; ``ev`` answers every question of value and
+    order."""
 
-    def __init__(self, trace: Trace, predicates: Registry | None):
+    def __init__(self, trace: Trace, evaluator: Evaluator):
         self.trace = trace
-        self.ev = Evaluator(trace, predicates)
+        self.ev = evaluator
         self.seen: set[tuple[int, int]] = set()
         self.count = 0
 

@@ -25,15 +25,12 @@ import re
 from importlib import resources
 from typing import Mapping
 
-from ..explain import explain
+from ..explain import Explainer
 from ..msc import Trace
 from ..reference import vector_clocks
 from .layout import Layout
 
 MAX_EXPLAINED = 500  # choices explained in advance, at most
-# explain() rebuilds the trace's vector clocks for every call (≈ 5 µs per event), so a
-# long trace also bounds the count: at most this many events × explained choices.
-EXPLAIN_BUDGET = 1_000_000
 
 
 def _json(value) -> str:
@@ -120,18 +117,19 @@ def _arrows(trace: Trace, layout: Layout) -> list[dict]:
 
 def _explanations(trace: Trace, layout: Layout, predicates) -> tuple[dict, list[str]]:
     """explain() of the drawn choices that recorded a guard (the highlighted one first),
-    as many as MAX_EXPLAINED and EXPLAIN_BUDGET allow; a failure becomes its message."""
+    at most MAX_EXPLAINED, with one evaluator; a failure becomes its message."""
     chosen = [dot.index for dot in layout.dots if dot.kind == "choice"
               and trace.events[dot.index].guard is not None]
     if layout.highlight in chosen:
         chosen.remove(layout.highlight)
         chosen.insert(0, layout.highlight)
-    limit = min(MAX_EXPLAINED, max(1, EXPLAIN_BUDGET // max(1, len(trace.events))))
+    limit = MAX_EXPLAINED
+    explainer = Explainer(trace, predicates)
     found = {}
     for index in chosen[:limit]:
         event = trace.events[index]
         try:
-            found[event.id] = explain(trace, event.id, None, predicates).to_json()
+            found[event.id] = explainer.explain(event.id).to_json()
         except Exception as error:  # a missing predicate, a guard the trace cannot check…
             found[event.id] = {"error": f"{type(error).__name__}: {error}"}
     notes = []
@@ -209,4 +207,4 @@ def page(trace: Trace, layout: Layout, svg: str, predicates=None) -> str:
 """
 
 
-__all__ = ["EXPLAIN_BUDGET", "MAX_EXPLAINED", "page", "view_data"]
+__all__ = ["MAX_EXPLAINED", "page", "view_data"]
