@@ -15,6 +15,8 @@ import random
 import attrs
 
 from cpl.compile import OwnedFormula, Program, compile_guards
+from cpl.predicates import application
+from cpl.references import named_predicates
 from .errors import ChoreographyError
 from .inputs import initial_stores, parse_args
 from .machine import Runner
@@ -30,6 +32,7 @@ class Plan:
     projection: Projection = attrs.field(repr=False)
     monitors: Program = attrs.field(eq=False, repr=False)  # every decision's guard, compiled
     symbols: tuple[str, ...]
+    predicates: tuple[str, ...] = ()  # the application predicates the guards call
 
     @property
     def name(self) -> str:
@@ -48,9 +51,11 @@ class Plan:
         return initial_stores(self.choreography, inputs)
 
     def header(self, inputs: dict) -> dict:
-        """The trace's header: what a ``cpl-msc/1`` document says before its events."""
+        """The trace's header: what a ``cpl-msc/1`` document says before its events.  Its
+        ``predicates`` tell an offline re-check which predicates to load (``--predicates``)."""
         return {"lifelines": self.lifelines, "init": self.stores(inputs),
-                "vars": tuple(self.choreography.variables), "symbols": self.symbols}
+                "vars": tuple(self.choreography.variables), "symbols": self.symbols,
+                "predicates": self.predicates}
 
     def runner(self, lifeline: str, store: dict, seed, *, record: bool = True, clocks=None):
         """``lifeline``'s engine from its initial ``store``; actions get ``f"{seed}:{lifeline}"``.
@@ -70,4 +75,6 @@ def prepare(choreography, projection: Projection | None = None) -> Plan:
               for d in projection.decisions]
     monitors = compile_guards(guards, choreography.lifeline_names)
     symbols = tuple(m for s in choreography.symbol_sets.values() for m in s.members)
-    return Plan(choreography, projection, monitors, symbols)
+    called = application(name for d in projection.decisions
+                         for name in named_predicates(d.statement.guard.checked.formula))
+    return Plan(choreography, projection, monitors, symbols, called)

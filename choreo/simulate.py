@@ -209,5 +209,6 @@ class _Simulation:
         results = {r.name: r.results(expected[r.name]) for r in self.runners}
         header = self.plan.header(self.inputs)
         trace = Trace(header["lifelines"], header["init"], tuple(self.events), header["vars"],
-                      header["symbols"], self.meta(status, error, steps))
+                      header["symbols"], self.meta(status, error, steps),
+                      predicates=header["predicates"])
         return RunResult(status, results, expected, trace, error, steps)

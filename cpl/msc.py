@@ -127,6 +127,10 @@ class Trace:
     # Run information a recorder may attach (seed, which lifeline failed, …); never evaluated.
     meta: Mapping[str, object] | None = attrs.field(default=None, converter=_optional_map,
                                                     hash=False)
+    # The application predicates the recorded guards call (not the built-ins): what an
+    # offline tool must load before it can re-check them.  ``None``: the trace does not say.
+    predicates: tuple[str, ...] | None = attrs.field(default=None, kw_only=True,
+                                                     converter=_optional_names)
 
     # ------------------------------------------------------------ names
 
@@ -251,6 +255,8 @@ class Trace:
             data["vars"] = list(self.vars)
         if self.symbols is not None:
             data["symbols"] = list(self.symbols)
+        if self.predicates is not None:
+            data["predicates"] = list(self.predicates)
         if self.init:
             data["init"] = {name: dict(store) for name, store in self.init.items()}
         data["events"] = [event.to_dict() for event in self.events]

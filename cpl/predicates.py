@@ -145,3 +145,11 @@ def between(value, low, high) -> bool:
 def defined(value) -> bool:
     """The term has a value here (any value, including null)."""
     return True
+
+
+BUILTINS = frozenset(DEFAULT.names())  # always there: a trace need not name them
+
+
+def application(names) -> tuple[str, ...]:
+    """The names that are not built-ins, in order, each once: what a trace records."""
+    return tuple(dict.fromkeys(name for name in names if name not in BUILTINS))

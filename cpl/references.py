@@ -76,3 +76,20 @@ def references(formula: ast.Formula, owner: str | None = None, *,
 def named_lifelines(formula: ast.Formula) -> tuple[str, ...]:
     """Lifelines the formula names, in order of first mention."""
     return tuple(dict.fromkeys(r.lifeline for r in references(formula) if r.kind != "var"))
+
+
+def named_predicates(formula: ast.Formula) -> tuple[str, ...]:
+    """Predicates the formula calls, in order of first mention (built-ins included).
+    Each shared subformula is visited once, as in ``references``."""
+    found: dict[str, None] = {}
+    seen: set = set()
+    stack = [formula]
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if type(node) is ast.Pred:
+            found.setdefault(node.name, None)
+        stack.extend(reversed(ast.children(node)))
+    return tuple(found)

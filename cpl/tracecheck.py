@@ -11,22 +11,29 @@ order: a guard value computed from a broken MSC would be meaningless, so
 nothing is evaluated from it.  Messages name the event (``#index`` in the
 ``events`` list, 0-based, and its id) and say what to do.  Wording a problem
 about *another* event (the earlier duplicate, the later send) asks ``scan``
-for the raw events again, so the fast path keeps no index per event.
+for the raw events again (``cpl.tracewording``), so the fast path keeps no
+index per event.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from types import MappingProxyType
 
 from .errors import TraceError
 from .names import did_you_mean
 from .issued import Issued
 from .msc import KINDS, Event, Trace
+from .parser import KEYWORDS
 from .tracecodec import FORMAT, value_problem
+from .tracewording import first as _first, head as _head, receive_problem, shown
 
-_TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "init", "events", "meta")
-_HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "init")
+_TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init", "events", "meta")
+_HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init")
+MOST_PREDICATES = 10_000  # more than any choreography's guards name: a hostile or broken file
+_LONGEST_NAME = 200
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a predicate a guard can call: the grammar's NAME
 _EVENT_FIELDS = Event._fields
 _EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
 _PLAIN_TYPE_SET = frozenset((str, int, bool, type(None)))  # values that need no further check
@@ -51,7 +58,8 @@ def parse_trace(data, origin: str = "trace", *, owned: bool = False) -> Trace:
     event = checker.event
     events = [event(item) for item in raw]
     meta = checker.meta(data.get("meta"))
-    return Trace(checker.lifelines, checker.init, events, checker.vars, checker.symbols, meta)
+    return Trace(checker.lifelines, checker.init, events, checker.vars, checker.symbols, meta,
+                 predicates=checker.predicates)
 
 
 def _type_name(value) -> str:
@@ -77,6 +85,7 @@ class Checker:
         self.declared: frozenset[str] | None = None
         self.vars: tuple[str, ...] | None = None
         self.symbols: tuple[str, ...] | None = None
+        self.predicates: tuple[str, ...] | None = None
         self.init: dict = {}
         self.count = 0  # events checked so far: the index of the next one
         self.ids = Issued((), ".")
@@ -122,6 +131,7 @@ class Checker:
                                 f"a name is one or the other")
         self.declared = None if variables is None else frozenset(variables)
         self.vars, self.symbols = variables, symbols
+        self.predicates = self.predicate_names(data.get("predicates"))
         self.init = self.check_init(data.get("init"))
 
     def meta(self, meta):
@@ -149,11 +159,26 @@ class Checker:
         seen: set[str] = set()
         for name in value:
             if not isinstance(name, str) or not name:
-                raise self.fail(f'"{field}" must list non-empty strings, found {name!r}')
+                raise self.fail(f'"{field}" must list non-empty strings, found {shown(name)}')
             if name in seen:
-                raise self.fail(f'"{field}" lists {name!r} twice')
+                raise self.fail(f'"{field}" lists {shown(name)} twice')
             seen.add(name)
         return tuple(value)
+
+    def predicate_names(self, value) -> tuple[str, ...] | None:
+        """``predicates``: the application predicates the recorded guards call, by name."""
+        if value is None:
+            return None
+        if isinstance(value, list) and len(value) > MOST_PREDICATES:
+            raise self.fail(f'"predicates" lists {len(value)} names; a trace names at most '
+                            f"{MOST_PREDICATES} (the predicates its guards call)")
+        names = self.names(value, "predicates")
+        for name in names:
+            if not (len(name) <= _LONGEST_NAME and _NAME.fullmatch(name)) or name in KEYWORDS:
+                raise self.fail(f'"predicates" lists {shown(name)}, which no guard can call: a '
+                                f"predicate is named by an identifier (letters, digits, _; "
+                                f"not a keyword; at most {_LONGEST_NAME} characters)")
+        return names
 
     def lifeline(self, name, what: str, index: int | None = None, event_id=None) -> str:
         if not isinstance(name, str):
@@ -200,51 +225,6 @@ class Checker:
 
     # ----------------------------------------------------------- events
 
-    def _raw(self, start: int = 0, stop: int | None = None):
-        """(index, raw event) from ``scan`` for indices start ≤ i < stop: to word a problem."""
-        if self.scan is None:
-            return
-        for index, item in enumerate(self.scan()):
-            if stop is not None and index >= stop:
-                return
-            if index >= start and isinstance(item, dict):
-                yield index, item
-
-    def _first(self, before: int, **fields) -> tuple[int | None, object]:
-        """The first raw event before ``before`` with these field values: (index, its id)."""
-        for index, item in self._raw(0, before):
-            if all(item.get(key) == value for key, value in fields.items()):
-                return index, item.get("id")
-        return None, None
-
-    def receive(self, index: int, event: Event, found) -> None:
-        """Word what is wrong with a receive (``found``: its send, if in transit)."""
-        msg = event.msg
-        if found is None and self.messages.fresh(msg):
-            later = next((i for i, item in self._raw(index + 1)  # "sent later" or "never sent"?
-                          if item.get("kind") == "send" and item.get("msg") == msg), None)
-            if later is not None:
-                later_id = next(item.get("id") for _, item in self._raw(later, later + 1))
-                raise self.fail(f"{_where(index, event)}: receives message {msg!r} before its "
-                                f"send (event #{later} {later_id!r}); list events in causal "
-                                f"order, every send before its receive", index, event.id)
-            raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which no "
-                            f"earlier event sends{did_you_mean(msg, self.open)}", index, event.id)
-        if found is None:
-            send_index, send_id = self._first(index, kind="send", msg=msg)
-            to = next((item.get("to") for _, item in self._raw(send_index, send_index + 1)),
-                      event.lifeline) if send_index is not None else event.lifeline
-        else:
-            send_index, send_id, to = found
-        if to != event.lifeline:
-            raise self.fail(f"{_where(index, event)}: receives message {msg!r}, but its send "
-                            f"(event #{send_index} {send_id!r}) is addressed to {to!r}",
-                            index, event.id)
-        first, other = self._first(index, kind="recv", msg=msg)
-        raise self.fail(f"{_where(index, event)}: receives message {msg!r}, which event "
-                        f"#{first} {other!r} already received; a message is received "
-                        f"at most once", index, event.id)
-
     def event(self, item) -> Event:
         """Check the next event and build it.  This runs for every event of every trace
         loaded, so the wording of a problem (and the ``event #3 't1' (A)`` that names the
@@ -265,7 +245,7 @@ class Checker:
         counted = type(lifeline) is str and event_id == ids.expect.get(lifeline)
         if (event_id in ids.other
                 or (not counted and ids.used and not ids.fresh(event_id))):
-            first, _ = self._first(index, id=event_id)
+            first, _ = _first(self, index, id=event_id)
             raise self.fail(f"{_head(index, event_id)}: duplicate event id {event_id!r} (also "
                             f"event #{first}); give every event a unique id",
                             index, event_id)
@@ -332,7 +312,7 @@ class Checker:
             if sent.fresh(msg, lifeline):
                 sent.add(msg, lifeline)
             else:
-                first, other = self._first(index, kind="send", msg=msg)
+                first, other = _first(self, index, kind="send", msg=msg)
                 raise self.bad(index, event_id, lifeline, f"sends message {msg!r}, which event "
                                f"#{first} {other!r} already sends; message ids are unique")
             self.open[msg] = (index, event_id, to)
@@ -357,7 +337,7 @@ class Checker:
         if kind == "recv":
             found = self.open.pop(msg, None)
             if found is None or found[2] != lifeline:
-                self.receive(index, event, found)  # raises
+                raise receive_problem(self, index, event, found)
         return event
 
     def decision_fields(self, index, event_id, lifeline, kind, label, guard, outcome) -> None:
@@ -402,13 +382,3 @@ class Checker:
 
 def _a(kind: str) -> str:
     return ("an " if kind[0] in "aeiou" else "a ") + kind
-
-
-def _where(index: int, event: Event) -> str:
-    return _head(index, event.id, event.lifeline)
-
-
-def _head(index: int, event_id: str, lifeline: str | None = None) -> str:
-    """How messages name an event: ``event #3 't1' (TestRunner)``."""
-    head = f"event #{index} {event_id!r}"
-    return head if lifeline is None else f"{head} ({lifeline})"

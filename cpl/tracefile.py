@@ -118,13 +118,15 @@ def dumps_trace(trace: Trace, binary: bool = False, form: str | None = None) -> 
     """The trace as bytes: a JSON document (one event per line), msgpack, or ``form="jsonl"``."""
     buffer = io.BytesIO()
     _write(trace, TraceWriter.to_stream(buffer, form or ("msgpack" if binary else "json"),
-                                        trace.lifelines, trace.init, trace.vars, trace.symbols))
+                                        trace.lifelines, trace.init, trace.vars, trace.symbols,
+                                        trace.predicates))
     return buffer.getvalue()
 
 
 def dump_trace(trace: Trace, path) -> None:
     """Write the trace; the form from the suffix (.jsonl, .msgpack/.mpk, else JSON)."""
-    _write(trace, TraceWriter.open(path, trace.lifelines, trace.init, trace.vars, trace.symbols))
+    _write(trace, TraceWriter.open(path, trace.lifelines, trace.init, trace.vars, trace.symbols,
+                                   trace.predicates))
 
 
 def _write(trace: Trace, writer: TraceWriter) -> None:

@@ -96,11 +96,12 @@ class TraceWriter:
         self.flush()
 
     @classmethod
-    def open(cls, path, lifelines=(), init=None, vars=None, symbols=None) -> TraceWriter:
+    def open(cls, path, lifelines=(), init=None, vars=None, symbols=None,
+             predicates=None) -> TraceWriter:
         """Create ``path`` now (``TraceError`` if it cannot be written); the form from its suffix."""
         path = Path(path)
         form = form_of(path) or "json"
-        header = _header(lifelines, init, vars, symbols)
+        header = _header(lifelines, init, vars, symbols, predicates)
         handle = spool = None
         try:
             handle = open(path, "wb")
@@ -119,9 +120,9 @@ class TraceWriter:
 
     @classmethod
     def to_stream(cls, handle, form: str, lifelines=(), init=None, vars=None,
-                  symbols=None) -> TraceWriter:
+                  symbols=None, predicates=None) -> TraceWriter:
         """Write into an open binary file (``dumps_trace``); msgpack spools in memory."""
-        return cls(handle, form, "trace", _header(lifelines, init, vars, symbols),
+        return cls(handle, form, "trace", _header(lifelines, init, vars, symbols, predicates),
                    io.BytesIO() if form == "msgpack" else None)
 
     def __enter__(self) -> TraceWriter:
@@ -232,13 +233,12 @@ class TraceWriter:
                     pass
 
 
-def _header(lifelines, init, vars, symbols) -> dict:
+def _header(lifelines, init, vars, symbols, predicates=None) -> dict:
     """The document without events, keys in the order ``Trace.to_dict`` writes them."""
     header: dict = {"format": FORMAT, "lifelines": list(lifelines)}
-    if vars is not None:
-        header["vars"] = list(vars)
-    if symbols is not None:
-        header["symbols"] = list(symbols)
+    for key, names in (("vars", vars), ("symbols", symbols), ("predicates", predicates)):
+        if names is not None:
+            header[key] = list(names)
     if init:
         header["init"] = {name: dict(store) for name, store in init.items()}
     return header
@@ -273,6 +273,7 @@ class JsonLines:
     init = property(lambda self: self.checker.init)
     vars = property(lambda self: self.checker.vars)
     symbols = property(lambda self: self.checker.symbols)
+    predicates = property(lambda self: self.checker.predicates)
 
     def schema(self, predicates=None):
         """What a guard on this trace may name.  Without declared ``vars`` the variables are
@@ -302,7 +303,7 @@ class JsonLines:
             self.header()
         with collector_paused():
             return Trace(self.lifelines, self.init, list(self.events()), self.vars,
-                         self.symbols, self.meta)
+                         self.symbols, self.meta, predicates=self.predicates)
 
     def header(self) -> Checker:
         lines = self._records(self.warn)
