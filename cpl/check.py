@@ -8,7 +8,7 @@ import attrs
 
 from . import ast
 from .desugar import desugar, exports, resugar, resugar_all, subformulas
-from .names import Schema, resolve
+from .names import Schema, resolve, symbol_warnings
 from .parser import parse
 from .printer import to_text
 from .references import named_lifelines
@@ -21,6 +21,7 @@ class CheckedGuard:
     primitive: ast.Formula  # sugar removed: what the monitor compiles
     lifelines: tuple[str, ...]  # the lifelines the guard names
     universe: tuple[str, ...] = ()  # what an unqualified ``P`` ranges over (desugared with)
+    warnings: tuple[str, ...] = ()  # likely mistakes that still resolve (``symbol_warnings``)
 
     @functools.cached_property
     def canonical(self) -> str:
@@ -49,12 +50,30 @@ class CheckedGuard:
         return to_text(resugar(primitive, self.universe))
 
 
-def check(text: str, schema: Schema = Schema()) -> CheckedGuard:
-    """Parse, resolve and desugar; raise ``GuardError`` on any problem."""
+EVERY = "*"  # with ``anywhere``: each lifeline of wherever the guard is evaluated
+
+
+def check(text: str, schema: Schema = Schema(), *, anywhere: bool = False) -> CheckedGuard:
+    """Parse, resolve and desugar; raise ``GuardError`` on any problem.
+
+    Without the schema's lifelines an unqualified ``P φ`` cannot be desugared:
+    it ranges over the lifelines of the trace or run that evaluates it.  That is
+    an error, unless ``anywhere`` (``cpl check``, which only shows the guard):
+    then ``P`` ranges over the named lifelines and ``EVERY``, which stands for
+    the others and must not reach a monitor.
+    """
     formula = resolve(parse(text), schema, text)
     named = named_lifelines(formula)
     every = schema.lifelines if schema.lifelines is not None else named
-    return CheckedGuard(text, formula, desugar(formula, every, text), named, tuple(every))
+    if anywhere and schema.lifelines is None and _unqualified_past(formula):
+        every = named + (EVERY,)
+    return CheckedGuard(text, formula, desugar(formula, every, text), named, tuple(every),
+                        tuple(symbol_warnings(formula, schema)))
+
+
+def _unqualified_past(formula: ast.Formula) -> bool:
+    return any(type(node) is ast.Past and type(node.body) is not ast.At
+               for node in ast.walk(formula))
 
 
 __all__ = ["CheckedGuard", "check", "named_lifelines"]

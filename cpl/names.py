@@ -139,6 +139,44 @@ class _Resolver:
                               + did_you_mean(term.name, variables | symbols))
 
 
+def symbol_warnings(formula: ast.Formula, schema: Schema) -> list[str]:
+    """Bare names that became symbols but are one edit from a declared variable.
+
+    ``statuss == passed`` compares two constants: the atom is silently always
+    false, so the likely typo deserves a word even though the guard resolves.
+    A symbol the schema declares is meant (``decision == merged`` beside a
+    variable ``merges``), and names shorter than 3 characters are left alone
+    (``x`` is one edit from ``y``).
+    """
+    variables, declared = schema.variables, schema.symbols or frozenset()
+    if not variables:
+        return []
+    warnings: dict[str, None] = {}
+    for node in ast.walk(formula):
+        for term in ast.terms(node):
+            if type(term) is ast.Symbol and len(term.name) >= 3 and term.name not in declared:
+                near = [v for v in variables if len(v) >= 3 and one_edit_apart(term.name, v)]
+                if near:
+                    best = max(sorted(near), key=lambda v: difflib.SequenceMatcher(
+                        None, term.name, v).ratio())
+                    warnings.setdefault(f"`{term.name}` is a symbol (the string "
+                                        f"{json.dumps(term.name)}), not a variable; did you "
+                                        f"mean `{best}`?", None)
+    return list(warnings)
+
+
+def one_edit_apart(a: str, b: str) -> bool:
+    """``a != b`` and one insertion, deletion, substitution or swap of neighbours apart."""
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    start = 0
+    while start < min(len(a), len(b)) and a[start] == b[start]:
+        start += 1
+    a, b = a[start:], b[start:]
+    return (a[1:] == b[1:] or a[1:] == b or a == b[1:]
+            or (len(a) == len(b) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:]))
+
+
 _MOST_CANDIDATES = 10_000
 
 

@@ -35,9 +35,13 @@ def cmd_check(args) -> int:
     schema = _schema(args.schema)
     if args.monitor is not None:
         return _print_monitor(args, schema)
-    guard = cpl.check(args.guard, schema)
+    # Without --schema a generic P φ still prints: its lifelines are known only where it
+    # is evaluated (json: what each of them ships is under "*").
+    guard = cpl.check(args.guard, schema, anywhere=True)
     if args.owner is not None:
         raise UsageError("--owner goes with --monitor")
+    for warning in guard.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     if args.format == "json":
         print(json.dumps(guard.to_json()))
     else:
