@@ -20,10 +20,7 @@ from .errors import ChoreographyError, Where, indent
 
 def load(path: str) -> dict[str, Choreography]:
     """Every module-level Choreography of the file, by its name."""
-    if not os.path.isfile(path):
-        raise ChoreographyError("no such choreography file", Where(path, 0),
-                                "  fix: give the path of a Python file that defines a Choreography")
-    module = _import(path)
+    module = import_file(path)
     found: dict[str, Choreography] = {}
     for value in vars(module).values():
         if isinstance(value, Choreography) and value.name not in found:
@@ -57,7 +54,16 @@ def load_one(path: str, name: str | None = None) -> Choreography:
     return pick(load(path), name, path)
 
 
-def _import(path: str):
+def import_file(path: str, what: str = "choreography file",
+                fix: str = "give the path of a Python file that defines a Choreography"):
+    """Import the file as a module, with every failure a ``ChoreographyError`` at its line.
+    ``what`` and ``fix`` word the errors (``cpl eval --predicates`` loads a plain module)."""
+    if not os.path.isfile(path):
+        raise ChoreographyError(f"no such {what}", Where(path, 0), f"  fix: {fix}")
+    return _import(path, what)
+
+
+def _import(path: str, what: str):
     absolute = os.path.abspath(path)
     module_name = "_cpl_choreo_" + hashlib.sha1(absolute.encode()).hexdigest()[:12]
     spec = importlib.util.spec_from_file_location(module_name, absolute)
@@ -79,7 +85,7 @@ def _import(path: str):
         raise
     except BaseException as error:  # noqa: BLE001 - anything the user's module raises
         sys.modules.pop(module_name, None)
-        raise _exception(error, path, absolute) from None
+        raise _exception(error, path, absolute, what) from None
     finally:
         if sys.path and sys.path[0] == directory:
             sys.path.pop(0)
@@ -96,7 +102,7 @@ def _syntax(error: SyntaxError, path: str) -> ChoreographyError:
     return ChoreographyError(f"syntax error: {error.msg}", where, detail, "load")
 
 
-def _exception(error: BaseException, path: str, absolute: str) -> ChoreographyError:
+def _exception(error: BaseException, path: str, absolute: str, what: str) -> ChoreographyError:
     frames = traceback.extract_tb(error.__traceback__)
     mine = [f for f in frames if os.path.abspath(f.filename) == absolute]
     frame = mine[-1] if mine else (frames[-1] if frames else None)
@@ -108,5 +114,5 @@ def _exception(error: BaseException, path: str, absolute: str) -> ChoreographyEr
     inner = frames[-1] if frames else None
     if mine and inner is not None and inner is not mine[-1]:
         detail.append(f"  (raised in {inner.filename}:{inner.lineno})")
-    detail.append("  while loading the choreography file")
+    detail.append(f"  while loading the {what}")
     return ChoreographyError(kind, where, indent("\n".join(d.strip() for d in detail)), "load")

@@ -44,9 +44,10 @@ def evaluations(source, guard: str, lifeline: str | None = None, *, prune: bool 
     """(event, the guard's value) at every event of ``source`` (a ``Trace``, or a stream
     with ``lifelines``, ``init``, ``schema()`` and ``events()``), lazily.  The guard is
     checked and compiled now, so a bad guard fails before any event is read."""
-    checked = check(guard, schema if schema is not None else source.schema())
+    schema = schema if schema is not None else source.schema()
+    checked = check(guard, schema)
     program = compile_guards([OwnedFormula(lifeline, checked.primitive)], source.lifelines,
-                             prune=prune)
+                             prune=prune, predicates=schema.predicates)
     slot = {local.lifeline: local.slot_of.get(checked.primitive) for local in program.locals}
     events = source.events if isinstance(source.events, (tuple, list)) else source.events()
 
@@ -64,20 +65,28 @@ def evaluate_trace(trace, guard: str, lifeline: str | None = None, *, prune: boo
         return list(results)
 
 
-def decisions(source, *, schema=None) -> Iterator[tuple[object, bool, bool]]:
-    """(choice event, recorded outcome, the monitor's value of its recorded guard) for every
-    choice that recorded both — re-checking a run's decisions from its trace alone.  A
-    stream is read twice: once for the guards to compile, once to replay."""
-    schema = schema if schema is not None else source.schema()
+def recorded_guards(source) -> tuple[tuple[str, str], ...]:
+    """(owner, guard text) of every choice that recorded a guard and an outcome, each once,
+    in trace order.  A stream is read for it (a fresh reader: ``source`` is left unread)."""
     streamed = not isinstance(source.events, (tuple, list))
-    guards = {}
+    guards: dict = {}
     for event in source.again().events() if streamed else source.events:
         if event.kind == "choice" and event.guard is not None and event.outcome is not None:
-            key = (event.lifeline, event.guard)
-            if key not in guards:
-                guards[key] = check(event.guard, schema).primitive
+            guards.setdefault((event.lifeline, event.guard), None)
+    return tuple(guards)
+
+
+def decisions(source, *, schema=None, guards=None) -> Iterator[tuple[object, bool, bool]]:
+    """(choice event, recorded outcome, the monitor's value of its recorded guard) for every
+    choice that recorded both — re-checking a run's decisions from its trace alone.  A
+    stream is read twice: once for the guards to compile (unless ``recorded_guards`` are
+    given), once to replay."""
+    schema = schema if schema is not None else source.schema()
+    streamed = not isinstance(source.events, (tuple, list))
+    guards = {key: check(key[1], schema).primitive
+              for key in (recorded_guards(source) if guards is None else guards)}
     program = compile_guards([OwnedFormula(owner, formula) for (owner, _), formula in
-                              guards.items()], source.lifelines)
+                              guards.items()], source.lifelines, predicates=schema.predicates)
     events = source.events() if streamed else source.events
     for event, monitor in replay_events(source.lifelines, source.init, events, program):
         key = (event.lifeline, event.guard)

@@ -14,7 +14,8 @@ import sys
 import tempfile
 
 import cpl
-from cpl.errors import TraceError
+from cpl.errors import EvaluationError, TraceError
+from .offline_predicates import add_predicates_option, load_predicates
 from .usage import EXIT_FAILED, EXIT_OK, UsageError
 
 
@@ -31,14 +32,25 @@ def cmd_eval(args) -> int:
     if args.lifeline is not None and args.lifeline not in source.lifelines:
         raise UsageError(f"--lifeline: unknown lifeline '{args.lifeline}' "
                          f"(the trace has {', '.join(source.lifelines)})")
-    schema = source.schema()
     if args.guard is None:
-        return _recheck(args, source, schema)
-    checked = cpl.check(args.guard, schema)
+        return _recheck(args, source)
+    # Only the guard's predicates are called: one nobody registers is the guard's error,
+    # with its caret (the trace's other predicates need not be loaded).
+    predicates = load_predicates(args.predicates, (), args.trace)
+    schema = source.schema(predicates)
+    try:
+        checked = cpl.check(args.guard, schema)
+    except cpl.ResolveError as error:
+        if args.predicates is None and error.message.startswith("unknown predicate"):
+            error.hint = (f"{error.hint}; a choreography's own predicates load with "
+                          f"--predicates CHOREO.py")
+        raise
+    for warning in checked.warnings:
+        warn(warning)
     try:
         if args.engine == "reference":
             trace = source.trace() if streamed else source
-            results = reference.evaluate_all(trace, checked.formula, args.lifeline)
+            results = reference.evaluate_all(trace, checked.formula, args.lifeline, predicates)
             streamed = False
         else:
             results = offline.evaluations(source, args.guard, args.lifeline, schema=schema)
@@ -59,6 +71,8 @@ def cmd_eval(args) -> int:
     except MemoryError:
         raise TraceError("the trace is too large to evaluate in memory; write it as .jsonl",
                          args.trace) from None
+    except EvaluationError as error:  # a predicate raised: the user's code, not ours
+        raise TraceError(f"cannot evaluate the guard: {error}", args.trace) from None
     return EXIT_OK
 
 
@@ -99,21 +113,31 @@ def _shown(name: str) -> str:
     return name if name.isprintable() else json.dumps(name, ensure_ascii=False)
 
 
-def _recheck(args, source, schema) -> int:
-    """Every recorded decision: its guard's value now against the recorded outcome."""
+def _recheck(args, source) -> int:
+    """Every recorded decision: its guard's value now against the recorded outcome.  The
+    predicates needed are the trace's ``predicates`` and those its recorded guards call."""
     from cpl import offline, reference
     from cpl.msc import Trace
+    from cpl.parser import parse
+    from cpl.references import named_predicates
 
     if args.engine == "reference":
-        trace = source if isinstance(source, Trace) else source.trace()
-        checks = reference.recheck(trace)
-    else:
-        checks = offline.decisions(source, schema=schema)
+        source = source if isinstance(source, Trace) else source.trace()
+    guards = offline.recorded_guards(source)
+    called = (name for _, text in guards for name in named_predicates(parse(text)))
+    predicates = load_predicates(args.predicates, (*(source.predicates or ()), *called),
+                                 args.trace)
     rows, differ = [], 0
-    for event, recorded, computed in checks:  # held until the whole trace has checked
-        if args.lifeline is None or event.lifeline == args.lifeline:
-            rows.append((event.id, event.lifeline, event.label or event.guard, recorded, computed))
-            differ += recorded != computed
+    try:
+        checks = (reference.recheck(source, predicates) if args.engine == "reference" else
+                  offline.decisions(source, schema=source.schema(predicates), guards=guards))
+        for event, recorded, computed in checks:  # held until the whole trace has checked
+            if args.lifeline is None or event.lifeline == args.lifeline:
+                rows.append((event.id, event.lifeline, event.label or event.guard, recorded,
+                             computed))
+                differ += recorded != computed
+    except EvaluationError as error:  # a predicate raised: the user's code, not ours
+        raise TraceError(f"cannot re-check a decision: {error}", args.trace) from None
     out = sys.stdout
     for ident, lifeline, label, recorded, computed in rows:
         if args.format == "jsonl":
@@ -143,4 +167,5 @@ def add_eval_command(commands) -> None:
     evaluate.add_argument("--format", choices=("text", "jsonl"), default="text")
     evaluate.add_argument("--engine", choices=("monitor", "reference"), default="monitor",
                           help="the online monitor (default) or the literal reference evaluator")
+    add_predicates_option(evaluate)
     evaluate.set_defaults(run=cmd_eval)
