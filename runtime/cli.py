@@ -152,9 +152,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .cli_eval import add_eval_command
     from .cli_run import add_run_commands
+    from .cli_view import add_view_commands
     add_eval_command(commands)
     _add_choreography_commands(commands)
     add_run_commands(commands)
+    add_view_commands(commands)
     return parser
 
 

@@ -97,6 +97,10 @@ def cmd_explain(args) -> int:
     trace = _load(args)
     _event(trace, args.event, "EVENT")
     predicates = _predicates(args, trace)
+    if args.guard is not None:  # a misspelt variable silently makes an atom constant
+        from cpl import check
+        for warning in check(args.guard, trace.schema(predicates)).warnings:
+            _warn(warning)
     try:
         found = explain(trace, args.event, args.guard, predicates)
     except ExplainError as error:
