@@ -94,7 +94,6 @@ def _rows(trace: Trace, group: list[int]) -> list[int]:
         last_row[event.lifeline] = row
         if event.kind == "send":
             send_row[event.msg] = row
-    # a folded run's later events left last_row at the group's row already
     return rows
 
 
@@ -165,10 +164,9 @@ def layout(trace: Trace, highlight: str | None = None, max_rows: int = MAX_ROWS)
     shown = [index for index in range(len(events))
              if group[index] == index and top <= rows[index] <= bottom]
 
-    past = _past(trace, focus)
+    past, evaluator = _past(trace, focus)
     frontier = set()
-    if focus is not None:
-        evaluator = past[1]
+    if evaluator is not None:
         frontier = {evaluator.last(name, focus) for name in trace.lifelines} - {None}
     counts: dict[int, int] = {}
     for index, first in enumerate(group):
@@ -179,15 +177,15 @@ def layout(trace: Trace, highlight: str | None = None, max_rows: int = MAX_ROWS)
         count = counts[index]
         kind = "fold" if count > 1 else event.kind
         dot_of[index] = len(dots)
-        in_past = None if past[0] is None else bool(past[0][index])
+        in_past = None if past is None else bool(past[index])
         dots.append(Dot(index, count, lanes[event.lifeline], rows[index] - top + 1, kind,
                         _dot_text(event, count), event.guard, event.outcome, in_past,
                         index in frontier))
     for index, first in enumerate(group):  # a highlight inside a fold marks the fold
-        if first != index and first in dot_of and past[0] is not None and past[0][index]:
+        if first != index and first in dot_of and past is not None and past[index]:
             d = dot_of[first]
             dots[d] = attrs.evolve(dots[d], past=True, frontier=dots[d].frontier or index in frontier)
-    arrows = _arrows(trace, dot_of, lanes, past[0])
+    arrows = _arrows(trace, dot_of, lanes, past)
     last_row = {}
     for index in shown:
         last_row[events[index].lifeline] = rows[index] - top + 1
