@@ -77,7 +77,8 @@ def _events(trace: Trace, layout: Layout) -> list[dict]:
         last = members[-1]
         item = {"index": dot.index, "id": event.id, "lifeline": event.lifeline,
                 "lane": dot.lane, "kind": dot.kind, "local": position, "count": dot.count,
-                "vc": {name: clocks[name][last] for name in trace.lifelines},
+                "vc": {name: clocks[name][last] for name in trace.lifelines  # zeros left out:
+                       if clocks[name][last]},  # a wide trace would be lanes × events
                 "store": stores[last], "label": event.label}
         for name in ("to", "msg", "guard", "outcome", "payload"):
             if getattr(event, name) is not None:
