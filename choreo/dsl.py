@@ -23,6 +23,7 @@ derives each lifeline's local program::
     with c.parallel():                               # threads, possibly of one lifeline
         with c.thread(): ...
         with c.thread(): ...
+    with c.atomic(Store): ...                        # Store serves it in one go (a thread's)
     c.include(other, lifelines={"Sub": Author})      # a reusable sub-choreography
     c.result(Author, merged)                         # what a run prints for Author
 
@@ -32,7 +33,7 @@ every member of a symbol set is a symbol, any other bare name is an error.
 A mistake in a name or guard is recorded in ``c.problems`` with the user's
 file and line and reported by ``validate``; misuse of the DSL itself (an
 ``else_`` without ``if_``) raises :class:`ChoreographyError` at once.  A block
-opener (``if_``, ``else_``, ``while_``, ``parallel``, ``thread``) called
+opener (``if_``, ``else_``, ``while_``, ``parallel``, ``thread``, ``atomic``) called
 without ``with`` would silently lose its block, so it stays pending and the
 next statement, the end of the enclosing block or ``body`` reports it at its
 line ("c.if_(...) was never entered: write `with c.if_(...):`").
@@ -56,7 +57,7 @@ import cpl
 from . import model
 from .declare import Declarations
 from .errors import ChoreographyError, Where, caller, indent
-from .model import Act, Guard, If, Input, Lifeline, Parallel, Send, Var, While
+from .model import Act, Atomic, Guard, If, Input, Lifeline, Parallel, Send, Var, While
 
 CONTROL = ("minimal", "broadcast", "none")
 
@@ -65,7 +66,7 @@ class _Frame:
     """An open block while the choreography is being written."""
 
     def __init__(self, kind: str, where: Where | None = None):
-        self.kind = kind  # "body" | "then" | "else" | "while" | "parallel" | "thread"
+        self.kind = kind  # "body" | "then" | "else" | "while" | "parallel" | "thread" | "atomic"
         self.statements: list = []
         self.threads: list = []
         self.thread_wheres: list = []
@@ -185,6 +186,23 @@ class Choreography(Declarations):
             raise ChoreographyError("c.thread() belongs directly inside `with c.parallel():`",
                                     where)
         return self._opener("thread", where, lambda: self._thread(where))
+
+    def atomic(self, lifeline: Lifeline | str) -> "_Opener":
+        """``with c.atomic(Store):`` — Store's events in the block are not interleaved with
+        its other threads' (a shared store serving one request at a time, see the model)."""
+        where = caller()
+        return self._opener("atomic", where, lambda: self._atomic(lifeline, where))
+
+    @contextlib.contextmanager
+    def _atomic(self, lifeline, where: Where):
+        name = self._lifeline(lifeline, where, "atomic") or "?"
+        statement_id = self._id()
+        frame = self._push("atomic", where)
+        try:
+            yield
+        finally:
+            self._pop(frame)
+        self._append(Atomic(statement_id, name, tuple(frame.statements), where))
 
     @contextlib.contextmanager
     def _if(self, guard, at, label, tell, where: Where):

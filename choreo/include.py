@@ -17,7 +17,7 @@ import attrs
 import cpl
 from cpl import ast
 from .errors import ChoreographyError, Where
-from .model import Act, Guard, If, Lifeline, Parallel, Send, While
+from .model import Act, Atomic, Guard, If, Lifeline, Parallel, Send, While
 
 
 def include(host, sub, mapping: dict, where: Where) -> None:
@@ -95,6 +95,9 @@ class _Copier:
         if isinstance(s, Parallel):
             return attrs.evolve(s, id=self.host._id(),
                                 threads=tuple(self.block(t) for t in s.threads))
+        if isinstance(s, Atomic):
+            return attrs.evolve(s, id=self.host._id(), lifeline=r[s.lifeline],
+                                body=self.block(s.body))
         raise TypeError(f"unknown statement {s!r}")
 
     def tell(self, tell):

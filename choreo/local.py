@@ -128,7 +128,17 @@ class LPar:
     where: Where = _where()
 
 
-Local = Union[LSend, LRecv, LAct, LChoose, LBranch, LWhile, LLoop, LPar]
+@attrs.frozen
+class LAtomic:
+    """This lifeline's part of a ``c.atomic`` block: once one of its events has fired,
+    no other thread of the lifeline fires one until this thread has left ``body``."""
+
+    id: int
+    body: tuple
+    where: Where = _where()
+
+
+Local = Union[LSend, LRecv, LAct, LChoose, LBranch, LWhile, LLoop, LPar, LAtomic]
 
 
 @attrs.frozen
@@ -140,7 +150,7 @@ class LocalProgram:
 def nested(statement) -> tuple[tuple, ...]:
     if isinstance(statement, (LChoose, LBranch)):
         return (statement.then, statement.else_)
-    if isinstance(statement, (LWhile, LLoop)):
+    if isinstance(statement, (LWhile, LLoop, LAtomic)):
         return (statement.body,)
     if isinstance(statement, LPar):
         return statement.threads
@@ -152,3 +162,26 @@ def walk(block):
         yield statement
         for inner in nested(statement):
             yield from walk(inner)
+
+
+def expected_messages(program) -> dict:
+    """``(kind, id) -> (sender, names)``: every message ``program``'s lifeline may receive,
+    who sends it and which variables it assigns — what a transport lets through."""
+    found = {}
+    for s in walk(program.body):
+        if isinstance(s, LRecv):
+            found[("m", s.msg)] = (s.frm, s.into)
+        elif isinstance(s, (LBranch, LLoop)) and s.via == "control":
+            found[("c", s.choice)] = (s.owner, ())
+    return found
+
+
+def recipients(program) -> set[str]:
+    """Every lifeline ``program``'s lifeline may send to (data and control messages)."""
+    found = set()
+    for s in walk(program.body):
+        if isinstance(s, LSend):
+            found.add(s.to)
+        elif isinstance(s, (LChoose, LWhile)):
+            found.update(s.tell)
+    return found

@@ -23,6 +23,11 @@ send statement's id, or ``"c"`` and a decision's id (its control message),
 the same key, so a receive takes exactly its own message under any delivery
 order.  Events are numbered per lifeline (``A.1``, ``A.2``, …) and messages
 per sender (``A:1``, ``A:2``, …), so separate processes name them alike.
+
+An ``LAtomic`` block is entered silently; the first event a thread fires in
+it makes that thread the *holder* (arrival order: a thread waiting at a
+block's start blocks nobody), and until the holder's frames have left the
+block, ``enabled`` offers only the holder's events (and its forked threads').
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ from cpl.errors import EvaluationError
 from cpl.monitor import Monitor
 from cpl.msc import Event
 from . import actions
-from .local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
+from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
+from .local import expected_messages, recipients  # noqa: F401 - transports import them here
 from .status import RunFailure
 
 
@@ -92,6 +98,16 @@ class Frame:
         self.block, self.path, self.pc, self.next_k = block, path, pc, 0
 
 
+class AtomicFrame(Frame):
+    """The body of an ``LAtomic``: the thread is inside the block while this is on its stack."""
+
+    __slots__ = ("where",)
+
+    def __init__(self, block, path: tuple, where):
+        super().__init__(block, path)
+        self.where = where
+
+
 class Thread:
     __slots__ = ("frames", "parent", "joining", "want")
 
@@ -116,7 +132,10 @@ class Runner:
         self.taken = 0  # events so far: the next is f"{name}.{taken + 1}"
         self.sent = 0  # messages so far: the next is f"{name}:{sent + 1}"
         self.threads: list[Thread] = []
-        self._spawn(Thread([Frame(plan.projection.program(lifeline).body, ())]))
+        body = plan.projection.program(lifeline).body
+        self.atomic = any(type(s) is LAtomic for s in walk(body))  # else no holder to keep
+        self.holder: tuple | None = None  # (thread, its AtomicFrame) while a block is held
+        self._spawn(Thread([Frame(body, ())]))
 
     @property
     def done(self) -> bool:
@@ -143,7 +162,10 @@ class Runner:
         thread's receive of any inbox message it accepts."""
         found = []
         inbox = self.inbox
-        for thread in self.threads:
+        threads = self.threads
+        if self.holder is not None:
+            threads = [t for t in threads if _within(t, self.holder[0])]
+        for thread in threads:
             want = thread.want
             if want is None:  # joining its threads
                 continue
@@ -167,6 +189,14 @@ class Runner:
 
     def fire(self, option: Option, value=None) -> tuple[Event | None, Message | None]:
         """Take the event: (the recorded event or None when not recording, the message to send)."""
+        if not self.atomic:
+            return self._fire(option, value)
+        held = self.holder or _claimant(option[1])  # the block this event is in, if any
+        fired = self._fire(option, value)
+        self.holder = held if held is not None and held[1] in held[0].frames else None
+        return fired
+
+    def _fire(self, option: Option, value) -> tuple[Event | None, Message | None]:
         _, thread, message = option
         kind, s = thread.want
         try:
@@ -289,6 +319,10 @@ class Runner:
                 for block in s.threads:
                     self._spawn(Thread([Frame(block, top.path)], thread))
                 return
+            if type(s) is LAtomic:  # entered silently: the first event fired in it claims it
+                top.pc += 1
+                frames.append(AtomicFrame(s.body, top.path, s.where))
+                continue
             thread.want = _want(s, top)
             return
         self.threads.remove(thread)
@@ -304,7 +338,11 @@ class Runner:
         """What each waiting thread waits for, at its source line (for a deadlock report)."""
         found = []
         for thread in self.threads:
-            if thread.want is not None and thread.want[0] == "recv":
+            if self.holder is not None and not _within(thread, self.holder[0]) \
+                    and thread.want is not None:
+                found.append(f"{self.name} waits for another thread to leave c.atomic("
+                             f"{self.name}) ({self.holder[1].where})")
+            elif thread.want is not None and thread.want[0] == "recv":
                 top = thread.frames[-1]
                 found.append(f"{self.name} {_waiting(top.block[top.pc])}")
         return found
@@ -314,27 +352,21 @@ class Runner:
         return {x: self.store[x] for x in names if x in self.store}
 
 
-def expected_messages(program) -> dict:
-    """``(kind, id) -> (sender, names)``: every message ``program``'s lifeline may receive,
-    who sends it and which variables it assigns — what a transport lets through."""
-    found = {}
-    for s in walk(program.body):
-        if isinstance(s, LRecv):
-            found[("m", s.msg)] = (s.frm, s.into)
-        elif isinstance(s, (LBranch, LLoop)) and s.via == "control":
-            found[("c", s.choice)] = (s.owner, ())
-    return found
+def _claimant(thread: Thread) -> tuple | None:
+    """(thread, frame): the innermost atomic block ``thread`` is in, its own or an ancestor's."""
+    while thread is not None:
+        for frame in reversed(thread.frames):
+            if type(frame) is AtomicFrame:
+                return thread, frame
+        thread = thread.parent
+    return None
 
 
-def recipients(program) -> set[str]:
-    """Every lifeline ``program``'s lifeline may send to (data and control messages)."""
-    found = set()
-    for s in walk(program.body):
-        if isinstance(s, LSend):
-            found.add(s.to)
-        elif isinstance(s, (LChoose, LWhile)):
-            found.update(s.tell)
-    return found
+def _within(thread: Thread, holder: Thread) -> bool:
+    """``thread`` is the holder or one of the threads it forked inside its block."""
+    while thread is not None and thread is not holder:
+        thread = thread.parent
+    return thread is not None
 
 
 def _want(s, top: Frame) -> tuple:

@@ -182,14 +182,30 @@ class Parallel:
     thread_wheres: tuple[Where, ...] = attrs.field(default=(), eq=False)
 
 
-Statement = Union[Send, Act, If, While, Parallel]
+@attrs.frozen
+class Atomic:
+    """``lifeline`` serves its events in ``body`` without another thread's in between.
+
+    A shared store's owner-side guard and the write it protects must not be
+    separated by another request: the first event of ``lifeline`` fired in the
+    block claims it (arrival order), and the lifeline's other threads wait
+    until this one leaves it.  Other lifelines' statements in it are unconstrained.
+    """
+
+    id: int
+    lifeline: str
+    body: tuple
+    where: Where = attrs.field(eq=False)
+
+
+Statement = Union[Send, Act, If, While, Parallel, Atomic]
 
 
 def blocks(statement) -> tuple[tuple, ...]:
     """The nested blocks of a compound statement."""
     if isinstance(statement, If):
         return (statement.then, statement.else_)
-    if isinstance(statement, While):
+    if isinstance(statement, (While, Atomic)):
         return (statement.body,)
     if isinstance(statement, Parallel):
         return statement.threads

@@ -21,6 +21,10 @@ For a ``while``, every lifeline with a part in the body is told each round
 by a control message from the owner (continue or exit): a lifeline cannot
 see the exit by a message that never comes.
 
+A ``c.atomic(L)`` block is an ``LAtomic`` in L's program only; the other
+lifelines' statements in it project as if it were not there.  A branch of L
+that starts with one does not start with a receive, so L is told by control.
+
 The ``control`` policy of the choreography (or ``tell=`` of one statement)
 changes step 2: ``"broadcast"`` / ``tell="all"`` tells every other lifeline,
 ``"none"`` tells nobody, ``tell=[...]`` exactly those.  A differing lifeline
@@ -34,7 +38,8 @@ from __future__ import annotations
 import attrs
 
 from . import model
-from .local import LAct, LBranch, LChoose, LLoop, LocalProgram, LPar, LRecv, LSend, LWhile
+from .local import (LAct, LAtomic, LBranch, LChoose, LLoop, LocalProgram, LPar, LRecv, LSend,
+                    LWhile)
 
 
 @attrs.frozen
@@ -112,6 +117,9 @@ class _Projector:
             if len(threads) > 1:
                 return (LPar(s.id, threads, s.where),)
             return threads[0] if threads else ()
+        if isinstance(s, model.Atomic):  # transparent for the lifelines it does not serialize
+            body = self.block(me, s.body)
+            return (LAtomic(s.id, body, s.where),) if me == s.lifeline and body else body
         raise TypeError(f"not a choreography statement: {s!r}")
 
     # ------------------------------------------------------------------ if

@@ -8,7 +8,7 @@ owner tells.  The text is stable, so tests keep it as golden files.
 
 from __future__ import annotations
 
-from .local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile
+from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile
 from .project import Projection
 
 
@@ -87,4 +87,6 @@ def _statement(s, depth: int) -> list[str]:
         for number, thread in enumerate(s.threads, 1):
             lines += _nested(f"thread {number}:", thread, depth + 1)
         return lines
+    if isinstance(s, LAtomic):  # its body, served without another thread's events between
+        return [f"{pad}atomic"] + _block(s.body, depth + 1)
     raise TypeError(f"not a local statement: {s!r}")

@@ -12,7 +12,9 @@
 5. unreachable code — after a ``while`` whose guard is ``true``, or a branch
    that a constant guard never takes;
 6. races — a variable one thread of a lifeline writes while a concurrent
-   thread of the same lifeline reads or writes it (:mod:`choreo.threads`).
+   thread of the same lifeline reads or writes it, unless ``c.atomic`` blocks
+   serialize both — and atomic blocks that serialize nothing or are nested
+   (:mod:`choreo.threads`).
 
 Global program order is an over-approximation of every lifeline's causal
 past, so the analyses never reject a read that some run could satisfy.
@@ -25,10 +27,10 @@ import attrs
 from cpl.references import references
 from . import model
 from .errors import ChoreographyError
-from .model import Act, If, Parallel, Send, While
+from .model import Act, Atomic, If, Parallel, Send, While
 from .project import Decision, Projection, project
 from .show import _statement
-from .threads import thread_races
+from .threads import atomic_errors, thread_races
 
 
 @attrs.frozen
@@ -75,6 +77,7 @@ def validate(choreography) -> Report:
     errors += flow.errors
     errors += _unreachable(body)
     errors += thread_races(body, _reads)
+    errors += atomic_errors(body)
     return Report(choreography, tuple(_sorted(errors)), projection)
 
 
@@ -188,6 +191,8 @@ class _Flow:
                 for thread in s.threads:
                     self.block(thread, entry, True)
             return entry
+        if isinstance(s, Atomic):
+            return self.block(s.body, state, report)
         raise TypeError(f"not a choreography statement: {s!r}")
 
     def _told(self, s, state: dict) -> dict:
@@ -263,6 +268,8 @@ def _never_ends(s) -> bool:
         return not any(ends)
     if isinstance(s, Parallel):
         return any(_block_never_ends(t) for t in s.threads)
+    if isinstance(s, Atomic):
+        return _block_never_ends(s.body)
     return False
 
 
