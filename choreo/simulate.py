@@ -9,6 +9,15 @@ and may stay in transit while its receiver decides: exactly the executions
 the guards must be right about.  Actions get ``random.Random(f"{seed}:{A}")``,
 so the same seed gives the same run and the same trace.
 
+``schedule`` picks how the scheduler chooses (:data:`SCHEDULES`); the default,
+``"random"``, is the uniform choice above.  The others push towards the
+interleavings anomalies need, for ``cpl explore``: ``"late"`` takes any
+event but a receive while there is one, so messages stay in transit as
+long as they can; ``"lifo"`` chooses as ``"random"`` does but, when it
+chooses a receive, takes the most recently sent message any lifeline can
+receive (newer messages overtake older ones); ``"starve"`` lets one lifeline,
+drawn from the seed, move only when no other can.
+
 The run itself is a generator that yields each awaitable an async action
 returns; :meth:`Simulator.run` awaits them on an event loop of its own (in a
 worker thread when called from inside a running loop, as in a notebook),
@@ -32,6 +41,9 @@ from cpl.msc import Event, Trace
 from .actions import Awaiter, DeadlinePassed, bounded
 from .plan import Plan, prepare
 from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure
+
+RANDOM = "random"
+SCHEDULES = (RANDOM, "late", "lifo", "starve")  # how the scheduler picks the next event
 
 
 @attrs.frozen
@@ -68,13 +80,16 @@ class Simulator:
 
     def run(self, *, seed: int = 0, args=(), values: dict | None = None,
             max_steps: int | None = None, timeout: float | None = None,
-            record: bool = True, sink: Callable[[Event], None] | None = None) -> RunResult:
+            record: bool = True, sink: Callable[[Event], None] | None = None,
+            schedule: str = RANDOM) -> RunResult:
         """One seeded run to its end; ``args`` are ``"key=value"`` texts, ``values`` typed inputs.
 
         ``record`` keeps the events in ``result.trace``; ``sink`` gets each event as it
         happens (``record=False`` with a sink: constant memory however long the run).
+        ``schedule`` is one of :data:`SCHEDULES` (module docstring).
         """
-        run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink)
+        run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink,
+                          schedule)
         deadline = None if timeout is None else time.monotonic() + timeout
         steps = run.steps(max_steps, deadline, timeout)
         with Awaiter() as wait:
@@ -83,9 +98,11 @@ class Simulator:
     async def run_async(self, *, seed: int = 0, args=(), values: dict | None = None,
                         max_steps: int | None = None, timeout: float | None = None,
                         record: bool = True,
-                        sink: Callable[[Event], None] | None = None) -> RunResult:
+                        sink: Callable[[Event], None] | None = None,
+                        schedule: str = RANDOM) -> RunResult:
         """Like :meth:`run`, awaiting async actions on the running loop."""
-        run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink)
+        run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink,
+                          schedule)
         deadline = None if timeout is None else time.monotonic() + timeout
         steps = run.steps(max_steps, deadline, timeout)
         try:
@@ -122,8 +139,12 @@ def _drive(steps, wait) -> tuple:
 class _Simulation:
     """One seeded run: the runners, the scheduler's rng, and where events go."""
 
-    def __init__(self, plan: Plan, seed, inputs: dict, record: bool, sink):
-        self.plan, self.seed, self.inputs = plan, seed, inputs
+    def __init__(self, plan: Plan, seed, inputs: dict, record: bool, sink,
+                 schedule: str = RANDOM):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"unknown schedule {schedule!r}; choose from "
+                             f"{', '.join(SCHEDULES)}")
+        self.plan, self.seed, self.inputs, self.schedule = plan, seed, inputs, schedule
         self.recording, self.sink = record, sink
         self.stores = plan.stores(inputs)
         recorded = record or sink is not None
@@ -132,6 +153,7 @@ class _Simulation:
                                     clocks=clocks)
                         for name in plan.lifelines]
         self.scheduler = random.Random(seed)
+        self._born: dict | None = None  # lifo only: id(message) -> the step it was sent at
         self.events: list[Event] = []
 
     def steps(self, max_steps: int | None, deadline: float | None, timeout):
@@ -141,6 +163,8 @@ class _Simulation:
         # Uniform among the options: random() has 53 bits, so the bias of int(r * n) is
         # below n / 2**53; randrange costs two more Python calls per step (bench P5).
         draw = self.scheduler.random
+        pick = None if self.schedule == RANDOM else self._picker(draw)
+        born = self._born  # lifo: when each message in an inbox was sent
         # Each runner's options, asked again only of the runners a step changed: the one
         # that fired and the receiver of its message (a step's cost, bench P5).
         lists = [runner.enabled() for runner in runners]
@@ -157,7 +181,10 @@ class _Simulation:
                     break
                 if deadline is not None and steps % 256 == 0 and time.monotonic() > deadline:
                     raise DeadlinePassed
-                option = options[int(draw() * len(options))]
+                if pick is None:
+                    option = options[int(draw() * len(options))]
+                else:
+                    option = pick(options)
                 runner, thread, _ = option
                 value, want = None, thread.want
                 if want[0] == "act" and want[1].fn is not None:  # machine.calls, inlined (P5)
@@ -172,6 +199,8 @@ class _Simulation:
                 steps += 1
                 lists[runner.index] = runner.enabled()
                 if message is not None:
+                    if born is not None:
+                        born[id(message)] = steps
                     receiver = runners[place[message.receiver]]
                     receiver.deliver(message)
                     lists[receiver.index] = receiver.enabled()
@@ -187,6 +216,36 @@ class _Simulation:
                 wait for r in runners for wait in r.waiting())
         return status, error, steps
 
+    def _picker(self, draw):
+        """The choice of a schedule other than uniform: options -> the option to take."""
+        self._born = {} if self.schedule == "lifo" else None
+        if self.schedule == "late":
+            def late(options):
+                # Any event but a receive first: a message stays in transit while its
+                # receiver (and everyone else) can do anything else.
+                others = [o for o in options if o[2] is None]
+                pool = others or options
+                return pool[int(draw() * len(pool))]
+            return late
+        if self.schedule == "lifo":
+            born = self._born
+
+            def lifo(options):
+                option = options[int(draw() * len(options))]
+                if option[2] is None:
+                    return option
+                # A receive: of the messages that can be received now, the newest.
+                return max((o for o in options if o[2] is not None),
+                           key=lambda o: born[id(o[2])])
+            return lifo
+        victim = self.runners[int(draw() * len(self.runners))]  # "starve"
+
+        def starve(options):
+            others = [o for o in options if o[0] is not victim]
+            pool = others or options
+            return pool[int(draw() * len(pool))]
+        return starve
+
     def _emitter(self):
         """Where each event goes: the in-memory trace, the sink, both, or nowhere."""
         keep, sink = self.events.append if self.recording else None, self.sink
@@ -199,6 +258,8 @@ class _Simulation:
         meta = {"choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
                 "status": status, "steps": steps,
                 "recorded": self.recording or self.sink is not None}
+        if self.schedule != RANDOM:  # the default leaves the meta as it always was
+            meta["schedule"] = self.schedule
         if error:
             meta["error"] = error
         return meta
