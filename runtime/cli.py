@@ -151,12 +151,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.set_defaults(run=cmd_check)
 
     from .cli_eval import add_eval_command
+    from .cli_explore import add_explore_command
     from .cli_run import add_run_commands
     from .cli_view import add_view_commands
     add_eval_command(commands)
     _add_choreography_commands(commands)
     add_run_commands(commands)
     add_view_commands(commands)
+    add_explore_command(commands)
     return parser
 
 
