@@ -30,12 +30,13 @@ is terminated and ``KeyboardInterrupt`` propagates.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
 import signal
 import threading
 import time
-from typing import Callable, Iterable, Mapping
+from typing import Callable, Iterable, Iterator, Mapping
 
 import attrs
 
@@ -343,12 +344,15 @@ def _in_pool(job: _Job, chunks, workers: int, context, tally: _Tally, progress,
 
     pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
                                initargs=(job,))
+    chunks = iter(chunks)
     try:
-        pending = {pool.submit(_work, chunk) for chunk in chunks}
+        # A few chunks ahead of each worker, not all of them: --runs may be huge.
+        pending = {pool.submit(_work, chunk) for chunk in itertools.islice(chunks, 3 * workers)}
         while pending:
             done, pending = wait(pending, return_when=FIRST_COMPLETED)
             for future in done:
                 tally.merge(future.result())
+            pending |= {pool.submit(_work, chunk) for chunk in itertools.islice(chunks, len(done))}
             if progress is not None:
                 progress(tally.runs, runs)
     except BrokenProcessPool as error:
@@ -378,13 +382,13 @@ def explore_file(path: str, runs: int, *, name: str | None = None, **options) ->
     return explore(source.plan(), runs, source=source, **options)
 
 
-def _chunks(seed: int, runs: int, workers: int) -> list[range]:
+def _chunks(seed: int, runs: int, workers: int) -> Iterator[range]:
     """Seeds in chunks: small enough for a lively progress display and for both workers to
     finish together, big enough that handing one over costs nothing."""
     size = max(1, min(250, runs // (8 * workers) or 1)) if workers > 1 else \
         max(1, min(100, runs // 20 or 1))
-    return [range(start, min(start + size, seed + runs))
-            for start in range(seed, seed + runs, size)]
+    return (range(start, min(start + size, seed + runs))
+            for start in range(seed, seed + runs, size))
 
 
 def _exploration(tally: _Tally, workers: int, seed: int, schedule: str, counters: tuple,

@@ -6,7 +6,7 @@ imported: otherwise no anomalies are counted, with a warning), shows a
 one-line progress counter on standard error when that is a terminal, and
 prints the table or the JSON object.  Runs that fail are data, not an error:
 the exit status is 0 whatever the runs did, 2 for a usage error, 130 for
-Ctrl-C.
+Ctrl-C, 1 if a worker process was killed.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import json
 import sys
 import time
 
-from .usage import EXIT_OK, UsageError
+from .usage import EXIT_FAILED, EXIT_OK, UsageError
 
 
 def _detectors():
@@ -52,7 +52,7 @@ class _Progress:
 
 
 def cmd_explore(args) -> int:
-    from choreo.explore import explore_file
+    from choreo.explore import WorkerDied, explore_file
 
     if args.runs < 1:
         raise UsageError(f"--runs must be at least 1, not {args.runs}")
@@ -68,6 +68,9 @@ def cmd_explore(args) -> int:
                               args=args.arg, detectors=detectors, schedule=args.schedule,
                               max_steps=args.max_steps, counters=counters,
                               workers=args.workers, progress=progress)
+    except WorkerDied as error:  # killed from outside, out of memory: say so, no traceback
+        print(f"cpl explore: {error}", file=sys.stderr)
+        return EXIT_FAILED
     finally:
         if progress is not None:
             progress.clear()

@@ -282,25 +282,53 @@ def test_a_missing_file_exits_2():
     assert result.returncode == 2 and "no such choreography file" in result.stderr
 
 
-def test_ctrl_c_exits_130_and_leaves_no_worker(tmp_path):
+@pytest.mark.parametrize("workers", [1, 2])
+def test_ctrl_c_exits_130_and_leaves_no_worker(workers):
     process = subprocess.Popen(
         [sys.executable, "-m", "runtime.cli", "explore", REVIEW, "--runs", "10000000",
-         "--workers", "2", "--no-detectors"],
+         "--workers", str(workers), "--no-detectors"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
-    children, deadline = set(), time.monotonic() + 20
-    while len(children) < 2 and time.monotonic() < deadline:
-        time.sleep(0.1)
-        children = _children(process.pid)
-    assert len(children) >= 2, "the workers never started"
-    time.sleep(0.5)
-    os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: every process of the group
-    out, err = process.communicate(timeout=30)
+    wanted = workers if workers > 1 else 0  # one worker: the runs are in the process itself
+    try:
+        children, deadline = set(), time.monotonic() + 20
+        while len(children) < wanted and time.monotonic() < deadline:
+            time.sleep(0.1)
+            children = _children(process.pid)
+        assert len(children) >= wanted, "the workers never started"
+        time.sleep(1.0)  # well into the runs
+        os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
     assert process.returncode == 130 and "Traceback" not in err, err
     assert "interrupted" in err and out == ""
     deadline = time.monotonic() + 10
     while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(pid) for pid in children)
+
+
+def test_a_killed_worker_is_an_error_not_a_hang(tmp_path):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runtime.cli", "explore", REVIEW, "--runs", "10000000",
+         "--workers", "2", "--no-detectors"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        children, deadline = set(), time.monotonic() + 20
+        while len(children) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            children = _children(process.pid)
+        assert len(children) >= 2, "the workers never started"
+        os.kill(min(children), signal.SIGKILL)
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 1 and "Traceback" not in err and out == ""
+    assert err.startswith("cpl explore: a worker process ended without its result"), err
 
 
 def _children(pid: int) -> set[int]:
