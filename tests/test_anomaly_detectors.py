@@ -269,3 +269,59 @@ def test_hostile_json_shapes():
         history_from_json({"records": []})
     with pytest.raises(RecordError, match="more than"):
         history_from_json([GOOD] * (MAX_ITEMS + 1))
+
+
+# ------------------------------------- the definitions, written out literally
+
+def literal_stale(h):
+    return sorted([Stale(i, j, c) for i in range(1, len(h) + 1) for j in range(1, len(h) + 1)
+                   if i != j and h[i - 1].agent != h[j - 1].agent
+                   for c in h[i - 1].read_set & h[j - 1].write_set
+                   if h[i - 1].read_time < h[j - 1].write_time < h[i - 1].write_time
+                   and not same(h[i - 1].read_value(c), h[j - 1].write_value(c))],
+                  key=lambda w: (w.i, w.j, w.cell))
+
+
+def literal_lost(h, same_agent):
+    def final(c):
+        return max((r for r in h if c in r.write_set), key=lambda r: r.write_time).write_value(c)
+    found = []
+    for k in range(1, len(h) + 1):
+        for m in range(k + 1, len(h) + 1):
+            a, b = h[k - 1], h[m - 1]
+            for c in a.write_set & b.write_set:
+                if (a.write_time < b.write_time and (same_agent or a.agent != b.agent)
+                        and not (c in b.read_set and b.read_time >= a.write_time)):
+                    v, end = a.write_value(c), final(c)
+                    present = v is None or (
+                        isinstance(v, list) and isinstance(end, list)
+                        and all(any(same(x, y) for y in end) for x in v)) or (
+                        not isinstance(v, list) and same(v, end))
+                    if not present:
+                        found.append(LostUpdate(k, m, c))
+    return sorted(found, key=lambda w: (w.k, w.m, w.cell))
+
+
+small = st.sampled_from(["c", "d"])
+history_values = st.sampled_from([None, 1, 2, True, "x", [1], [1, 2]])
+
+
+@st.composite
+def busy_records(draw):
+    # one last writer per cell (equal write_times make "the last write" ambiguous)
+    read, write = draw(st.frozensets(small)), draw(st.frozensets(small))
+    return OpRecord(draw(st.sampled_from(["a", "b", "e"])), read,
+                    {c: draw(history_values) for c in read}, read_time=draw(st.integers(0, 6)),
+                    write_set=write, write_values={c: draw(history_values) for c in write},
+                    write_time=draw(st.integers(0, 6)))
+
+
+@given(st.lists(busy_records(), max_size=7), st.booleans())
+def test_the_indexed_detectors_are_the_literal_definitions(h, same_agent):
+    assert stale_generation(h) == literal_stale(h)
+    times = {}
+    for record in h:
+        for cell in record.write_set:
+            times.setdefault(cell, []).append(record.write_time)
+    if all(values.count(max(values)) == 1 for values in times.values()):
+        assert lost_update(h, same_agent=same_agent) == literal_lost(h, same_agent)

@@ -12,6 +12,8 @@ Values are compared as JSON values, without coercion (``1 != true``,
 
 from __future__ import annotations
 
+import bisect
+import math
 from collections import Counter, defaultdict
 from typing import Mapping, Sequence
 
@@ -114,26 +116,48 @@ def _key(value):
 
 # ------------------------------------------------------------ detectors
 
+def _writers(h: Sequence[OpRecord]) -> dict[str, list[int]]:
+    """Cell → the positions of the records that write it, ascending."""
+    writers: dict[str, list[int]] = defaultdict(list)
+    for position, record in enumerate(h, 1):
+        for cell in record.write_set:
+            writers[cell].append(position)
+    return writers
+
+
+class _ByTime:
+    """The writers of each cell by write_time, to find those strictly between two times
+    without scanning them all (a long log would make the detectors quadratic)."""
+
+    def __init__(self, h: Sequence[OpRecord]):
+        self.times: dict[str, list[tuple[int, int]]] = {
+            cell: sorted((h[j - 1].write_time, j) for j in positions)
+            for cell, positions in _writers(h).items()}
+
+    def between(self, cell: str, low: int | None, high: int) -> list[int]:
+        """Positions of the writers of ``cell`` with low < write_time < high (no low: any)."""
+        times = self.times.get(cell, ())
+        start = 0 if low is None else bisect.bisect_right(times, (low, math.inf))
+        end = bisect.bisect_left(times, (high, -math.inf))
+        return [j for _, j in times[start:end]]
+
+
 def stale_generation(h: Sequence[OpRecord]) -> list[Stale]:
     """Definition 1 (A1): ∃ i ≠ j, agents differ, c ∈ read_set_i ∩ write_set_j with
     read_time_i < write_time_j < write_time_i and read_values_i[c] ≠ write_values_j[c].
 
     Read-only operations count (``h[i]`` need not write); every intervening writer
     ``j`` is a witness (the ABA case has one per write)."""
-    writers: dict[str, list[int]] = defaultdict(list)
-    for j, record in enumerate(h, 1):
-        for cell in record.write_set:
-            writers[cell].append(j)
+    writers = _ByTime(h)
     found = []
     for i, reader in enumerate(h, 1):
-        for cell in sorted(reader.read_set):
-            for j in writers.get(cell, ()):
+        for cell in reader.read_set:
+            for j in writers.between(cell, reader.read_time, reader.write_time):
                 writer = h[j - 1]
-                if (j != i and writer.agent != reader.agent
-                        and reader.read_time < writer.write_time < reader.write_time
-                        and not same(reader.read_value(cell), writer.write_value(cell))):
+                if j != i and writer.agent != reader.agent \
+                        and not same(reader.read_value(cell), writer.write_value(cell)):
                     found.append(Stale(i, j, cell))
-    return found
+    return sorted(found, key=lambda w: (w.i, w.j, w.cell))
 
 
 def phantom_tool(h: Sequence[OpRecord]) -> list[Phantom]:
@@ -159,16 +183,16 @@ def cascade_residue(h: Sequence[OpRecord]) -> list[Residue]:
     A sound over-approximation for histories without ``aborted``/``preds``: run it on
     ``flat_projection(h)``.  It also fires on a read of an initial value that no logged
     operation wrote (log cell initialisation as a write to avoid that)."""
+    writers = _writers(h)
     found = []
     for j, reader in enumerate(h, 1):
         for cell in sorted(reader.read_set):
             value = reader.read_value(cell)
             if value is None:
                 continue
-            if not any(k != j and cell in writer.write_set
-                       and writer.write_time <= reader.read_time
-                       and same(writer.write_value(cell), value)
-                       for k, writer in enumerate(h, 1)):
+            if not any(k != j and h[k - 1].write_time <= reader.read_time
+                       and same(h[k - 1].write_value(cell), value)
+                       for k in writers.get(cell, ())):
                 found.append(Residue(j, cell))
     return found
 
@@ -215,14 +239,15 @@ def lost_update(h: Sequence[OpRecord], final: Mapping[str, object] | None = None
         for cell in record.write_set:
             if cell not in last or record.write_time >= last[cell].write_time:
                 last[cell] = record
+    writers = _ByTime(h)
     found = []
     for m, later in enumerate(h, 1):
-        for cell in sorted(later.write_set):
-            for k, earlier in enumerate(h[:m - 1], 1):
-                if (cell in earlier.write_set and earlier.write_time < later.write_time
-                        and (same_agent or earlier.agent != later.agent)
-                        and not (cell in later.read_set
-                                 and later.read_time >= earlier.write_time)):
+        for cell in later.write_set:
+            # k's write is after m's read of c (if any) and before m's write
+            low = later.read_time if cell in later.read_set else None
+            for k in writers.between(cell, low, later.write_time):
+                earlier = h[k - 1]
+                if k < m and (same_agent or earlier.agent != later.agent):
                     end = final[cell] if final is not None and cell in final \
                         else last[cell].write_value(cell)
                     if not _present(earlier.write_value(cell), end):

@@ -119,14 +119,16 @@ class _Commit:
 
 
 def extract(trace) -> History:
-    """The operation records of a ``cpl.msc.Trace`` under the convention above."""
+    """The operation records of a ``cpl.msc.Trace`` (or a stream read by
+    ``cpl.tracefile.open_trace``, read once) under the convention above."""
     stores: dict[str, dict] = {name: dict(values) for name, values in trace.init.items()}
     tools: dict[str, set] = {name: _has(values) for name, values in stores.items()}
     phases: dict[tuple[str, str], _Phase] = {}
     aborted: set[str] = set()
     effects: dict[str, list] = {}
     commits: list[_Commit] = []
-    for event in trace.events:
+    events = trace.events if isinstance(trace.events, (tuple, list)) else trace.events()
+    for event in events:
         assigned = event.set
         if not assigned:
             continue
