@@ -23,3 +23,4 @@ until [ "$(wc -l < "$work/killed.jsonl" 2>/dev/null || echo 0)" -gt 2000 ]; do s
 pkill -9 -f "lifeline Security" || true
 wait $run || true
 cpl render "$work/killed.jsonl" --max-rows 40 -o "$out/killed.png"
+python docs/images/anomaly_pictures.py
