@@ -259,6 +259,29 @@ def test_the_cli_text_table(tmp_path):
     assert result.stderr == ""  # not a terminal: no progress line
 
 
+def test_a_terminal_sees_the_progress_on_standard_error_and_stdout_stays_json():
+    import pty
+    controller, terminal = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runtime.cli", "explore", REVIEW, "--runs", "300",
+         "--workers", "1", "--format", "json", "--no-detectors"],
+        stdout=subprocess.PIPE, stderr=terminal, text=True)
+    os.close(terminal)
+    out, _ = process.communicate(timeout=60)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # the terminal's other end is closed: all read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(controller)
+    assert process.returncode == 0 and json.loads(out)["runs"] == 300
+    assert b"explored 300/300 runs" in shown and shown.endswith(b"\r")  # and wiped
+
+
 @pytest.mark.parametrize("argv, says", [
     (["--runs", "0"], "--runs must be at least 1, not 0"),
     (["--runs", "-5"], "--runs must be at least 1, not -5"),
