@@ -64,16 +64,17 @@ def cmd_explore(args) -> int:
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     counters = tuple(dict.fromkeys((*COUNTERS, *args.counter)))
     try:
-        result = explore_file(args.choreo, args.runs, name=args.name, seed=args.seed,
-                              args=args.arg, detectors=detectors, schedule=args.schedule,
-                              max_steps=args.max_steps, counters=counters,
-                              workers=args.workers, progress=progress)
+        try:
+            result = explore_file(args.choreo, args.runs, name=args.name, seed=args.seed,
+                                  args=args.arg, detectors=detectors, schedule=args.schedule,
+                                  max_steps=args.max_steps, counters=counters,
+                                  workers=args.workers, progress=progress)
+        finally:  # before any message: the progress line is wiped first
+            if progress is not None:
+                progress.clear()
     except WorkerDied as error:  # killed from outside, out of memory: say so, no traceback
         print(f"cpl explore: {error}", file=sys.stderr)
         return EXIT_FAILED
-    finally:
-        if progress is not None:
-            progress.clear()
     if args.format == "json":
         print(json.dumps(result.to_json()))
     else:
