@@ -39,7 +39,8 @@ def test_every_python_block_prints_what_the_doc_shows(program, expected):
     assert out.getvalue() == expected
 
 
-def test_the_measured_prevention_section_is_a_placeholder_and_the_doc_stays_in_the_repo():
-    section = DOC.split("## Measured prevention", 1)[1]
-    assert "PLACEHOLDER" in section and not re.search(r"\d+ ?/ ?\d+", section)
+def test_the_doc_stays_in_the_repo():
+    """The measured prevention table is filled from cpl explore by its own test
+    (test_anomaly_guide.py); here only: no link leaves the repository."""
+    assert "## Measured prevention" in DOC
     assert "../shared" not in DOC and "shared/spec" not in DOC
