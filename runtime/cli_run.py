@@ -27,6 +27,9 @@ def cmd_run(args) -> int:
     if args.sim and (args.hosts or args.insecure):
         raise UsageError(f"{'--hosts' if args.hosts else '--insecure'} is for a run over "
                          f"processes; --sim runs every lifeline in this process")
+    if not args.sim and args.schedule is not None:
+        raise UsageError("--schedule picks the simulator's scheduling (--sim); a run over "
+                         "processes is scheduled by the operating system")
     if not args.sim and args.max_steps is not None:
         raise UsageError("--max-steps counts the simulator's steps (--sim); a run over "
                          "processes stops with --timeout SECONDS")
@@ -62,7 +65,8 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             from choreo.simulate import Simulator
             result = Simulator.of(plan).run(seed=args.seed, values=inputs,
                                             max_steps=args.max_steps, timeout=args.timeout,
-                                            record=False, sink=write)
+                                            record=False, sink=write,
+                                            schedule=args.schedule or "random")
             meta, results = dict(result.trace.meta), result.results
         else:
             from .supervisor import Supervisor
@@ -176,6 +180,10 @@ def add_run_commands(commands) -> None:
     run.add_argument("--sim", action="store_true", help="simulate in one process")
     run.add_argument("--seed", type=int, default=0, metavar="N",
                      help="seed of the scheduler and of the actions' rng (default 0)")
+    from choreo.simulate import SCHEDULES
+    run.add_argument("--schedule", choices=SCHEDULES,
+                     help="with --sim: how the scheduler picks the next event (default random; "
+                     "cpl explore's report names each seed's schedule, to replay it)")
     run.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                      help="an input of the choreography (repeatable)")
     run.add_argument("--trace", metavar="OUT.json|OUT.jsonl|OUT.msgpack",

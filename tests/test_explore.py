@@ -24,6 +24,8 @@ from choreo.explore import COUNTERS, DEFAULT_MAX_STEPS, MIXED, PARALLEL_FROM, ex
 from choreo.plan import prepare
 from choreo.simulate import SCHEDULES, Simulator
 from choreo_util import cpl, write
+from cpl.anomalies import detect
+from cpl.tracefile import load_trace
 from runtime import cli_explore
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -387,3 +389,20 @@ def test_bad_arguments_to_the_library(review):
         explore(review, 3, schedule="fifo")
     with pytest.raises(ValueError, match="give source="):
         explore(review, 300, workers=2, start_method="spawn")
+
+
+def test_a_reported_seed_replays_with_cpl_run_and_its_schedule(tmp_path):
+    """explore names the first seed and schedule of each anomaly; cpl run --schedule
+    replays exactly that run, anomaly included."""
+    example = str(ROOT / "examples" / "anomalies" / "lost_update.py")
+    result = cpl("explore", example, "--name", "unguarded", "--runs", "20", "--format", "json")
+    seed, schedule, _ = json.loads(result.stdout)["first"]["anomalies"]["lost_update"]
+    assert schedule != "random", "the test must replay a schedule cpl run does not use by default"
+    trace_path = tmp_path / "replay.json"
+    replay = cpl("run", example, "--name", "unguarded", "--sim", "--seed", str(seed),
+                 "--schedule", schedule, "--trace", trace_path)
+    assert replay.returncode == 0, replay.stderr
+    trace = load_trace(trace_path)
+    assert trace.meta["schedule"] == schedule and detect(trace)["lost_update"]
+    plain = cpl("run", example, "--name", "unguarded", "--schedule", schedule)
+    assert plain.returncode == 2 and "--sim" in plain.stderr
