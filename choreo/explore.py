@@ -8,14 +8,11 @@ so an anomaly that needs a particular interleaving shows up in many runs,
 not one in a thousand.  Each run's trace is recorded in memory, handed to
 the detectors, counted and dropped.
 
-What is counted (an :class:`Exploration`): runs by status; every decision
-event by label and outcome; for each detector the runs in which it fired
-(its value on the trace was truthy); and *work*: events, messages and
-decisions taken, plus every numeric result variable named in ``counters``
-(default ``commits``, ``aborts``, ``retries``), summed over the runs and the
-lifelines that report it — so "prevented the anomaly by doing nothing" shows
-as a column of zeros.  Totals do not depend on the number of worker
-processes: every run is a function of its seed, and merging is a sum.
+An :class:`Exploration` counts runs by status, decisions by label and
+outcome, the runs in which each detector fired, and *work* (events, messages,
+decisions, and the numeric results named in ``counters``, summed), so that
+"prevented the anomaly by doing nothing" shows as zeros.  Every run is a
+function of its seed and merging is a sum: totals do not depend on workers.
 
 Runs share one :class:`~choreo.plan.Plan`, prepared once per process.  With
 ``workers > 1`` seeds go in chunks to a pool of processes: forked ones
