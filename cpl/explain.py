@@ -247,10 +247,10 @@ class _Steps:
         self.count += 1
         if self.count > MAX_STEPS:
             return Step(text, value, self.id(e), cut=True)
-        why, source, children, terms = self._why(node, e, value)
+        why, source, children, terms = self._why(node, e)
         return Step(text, value, self.id(e), why, source, tuple(terms), tuple(children))
 
-    def _why(self, node, e: int, value: bool):
+    def _why(self, node, e: int):
         """(why, source event id, child steps, terms) of one node at e."""
         kind = type(node)
         if kind in (ast.Compare, ast.Pred, ast.Truth):
@@ -268,9 +268,9 @@ class _Steps:
                 return "no previous event on this lifeline", None, [], []
             return f"previous event {shown(self.id(f))}", self.id(f), [self.step(node.body, f)], []
         if kind is ast.Since:
-            return self._since(node, e, value)
+            return self._since(node, e)
         if kind in (ast.Once, ast.Hist, ast.Past):
-            return self._quantifier(node, e, value)
+            return self._quantifier(node, e)
         if kind in (ast.And, ast.Or):  # a chain a && b && c is one step with three parts
             return "", None, [self.step(part, e) for part in _operands(node, kind)], []
         return "", None, [self.step(child, e) for child in ast.children(node)], []
@@ -287,7 +287,7 @@ class _Steps:
         children = [self.step(node.body, f)] if isinstance(node, ast.At) else []
         return why, self.id(f), children, []
 
-    def _since(self, node, e: int, value: bool):
+    def _since(self, node, e: int):
         """The witness where the right side last held, or the event that broke it, or none."""
         left, right = to_text(node.left), to_text(node.right)
         past = list(self.ev.local_past_latest_first(e))
@@ -311,10 +311,10 @@ class _Steps:
         return (f"{_short(right, 60)} never held on this lifeline up to here "
                 f"({len(past)} event{'s' if len(past) != 1 else ''})"), None, [], []
 
-    def _quantifier(self, node, e: int, value: bool):
+    def _quantifier(self, node, e: int):
         """O and P: the latest witness; H: the latest counter-example."""
         if isinstance(node, ast.Past):
-            scope, where = sorted(self.ev.causal_past_unordered(e), reverse=True), "visible event"
+            scope, where = self.ev.causal_past(e)[::-1], "visible event"
         else:
             scope, where = list(self.ev.local_past_latest_first(e)), "event of this lifeline"
         wanted = not isinstance(node, ast.Hist)  # H looks for a counter-example
@@ -332,13 +332,10 @@ class _Steps:
         if isinstance(term, (ast.Const, ast.Symbol)):
             why = "a symbol: the string of its name" if isinstance(term, ast.Symbol) else ""
             return Term(text, True, self.ev.term(term, e), why=why)
-        if isinstance(term, ast.Remote):
-            f = self.ev.last(term.lifeline, e)
-            if f is None:
-                return Term(text, False, why=f"no event of {shown(term.lifeline)} is visible")
-        else:
-            f = e
-        value = self.ev.term(term, f if isinstance(term, ast.Remote) else e)
+        f = self.ev.last(term.lifeline, e) if isinstance(term, ast.Remote) else e
+        if f is None:
+            return Term(text, False, why=f"no event of {shown(term.lifeline)} is visible")
+        value = self.trace.valuations()[f].get(term.name, UNDEFINED)  # the store read
         where = f"at {shown(self.id(f))}" if f != e else "here"
         if value is UNDEFINED:
             return Term(text, False, source=self.id(f), why=f"{term.name} is unset {where}")

@@ -67,6 +67,11 @@ class Evaluator:
         self._clock = vector_clocks(trace)
         self._memo: dict[int, tuple[object, bytearray]] = {}  # id(subformula) → (it, cells)
 
+    @property
+    def clocks(self) -> dict[str, array]:
+        """Per lifeline, the column ``vc[·][B]`` (see ``vector_clocks``)."""
+        return self._clock
+
     # ----------------------------------------------------- the order ≤
 
     def leq(self, f: int, e: int) -> bool:

@@ -180,8 +180,8 @@ def add_run_commands(commands) -> None:
     run.add_argument("--sim", action="store_true", help="simulate in one process")
     run.add_argument("--seed", type=int, default=0, metavar="N",
                      help="seed of the scheduler and of the actions' rng (default 0)")
-    from choreo.simulate import SCHEDULES
-    run.add_argument("--schedule", choices=SCHEDULES,
+    from .cli_explore import SCHEDULES  # its copy: building the parser imports no simulator
+    run.add_argument("--schedule", choices=SCHEDULES[1:],  # all but explore's "mixed"
                      help="with --sim: how the scheduler picks the next event (default random; "
                      "cpl explore's report names each seed's schedule, to replay it)")
     run.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",

@@ -95,7 +95,6 @@ def write_atomically(path: str, data: bytes) -> None:
 def cmd_explain(args) -> int:
     from cpl.explain import ExplainError, explain
     trace = _load(args)
-    _event(trace, args.event, "EVENT")
     predicates = _predicates(args, trace)
     if args.guard is not None:  # a misspelt variable silently makes an atom constant
         from cpl import check

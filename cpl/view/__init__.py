@@ -10,6 +10,7 @@ from ..msc import Trace
 from .layout import MAX_ROWS, layout
 
 FORMATS = ("svg", "png", "pdf", "dot", "html", "shiviz")
+_SUFFIXES = {**{form: form for form in FORMATS}, "htm": "html", "gv": "dot", "log": "shiviz"}
 
 
 def render(trace: Trace, form: str, highlight: str | None = None, max_rows: int = MAX_ROWS,
@@ -29,9 +30,7 @@ def render(trace: Trace, form: str, highlight: str | None = None, max_rows: int 
 
 def format_of(path: str) -> str | None:
     """The format a file name's suffix asks for, if it names one."""
-    suffix = path.rsplit(".", 1)[-1].lower() if "." in path else ""
-    return {"htm": "html", "gv": "dot", "log": "shiviz"}.get(suffix, suffix) \
-        if suffix in FORMATS + ("htm", "gv", "log") else None
+    return _SUFFIXES.get(path.rsplit(".", 1)[-1].lower()) if "." in path else None
 
 
 __all__ = ["FORMATS", "MAX_ROWS", "format_of", "layout", "render"]

@@ -27,7 +27,6 @@ from typing import Mapping
 
 from ..explain import Explainer
 from ..msc import Trace
-from ..reference import vector_clocks
 from .layout import Layout
 
 MAX_EXPLAINED = 500  # choices explained in advance, at most
@@ -64,9 +63,8 @@ def _svg_inline(svg: str) -> str:
     return re.sub(r"\n\s*\n", "\n", svg).strip()
 
 
-def _events(trace: Trace, layout: Layout) -> list[dict]:
+def _events(trace: Trace, layout: Layout, clocks) -> list[dict]:
     """What the script shows of each drawn event (a fold: its first act, state after its last)."""
-    clocks = vector_clocks(trace)
     local = trace.local_index()
     stores = trace.valuations()
     drawn = []
@@ -116,7 +114,7 @@ def _arrows(trace: Trace, layout: Layout) -> list[dict]:
     return found
 
 
-def _explanations(trace: Trace, layout: Layout, predicates) -> tuple[dict, list[str]]:
+def _explanations(trace: Trace, layout: Layout, explainer: Explainer) -> tuple[dict, list[str]]:
     """explain() of the drawn choices that recorded a guard (the highlighted one first),
     at most MAX_EXPLAINED, with one evaluator; a failure becomes its message."""
     chosen = [dot.index for dot in layout.dots if dot.kind == "choice"
@@ -124,18 +122,16 @@ def _explanations(trace: Trace, layout: Layout, predicates) -> tuple[dict, list[
     if layout.highlight in chosen:
         chosen.remove(layout.highlight)
         chosen.insert(0, layout.highlight)
-    limit = MAX_EXPLAINED
-    explainer = Explainer(trace, predicates)
     found = {}
-    for index in chosen[:limit]:
+    for index in chosen[:MAX_EXPLAINED]:
         event = trace.events[index]
         try:
             found[event.id] = explainer.explain(event.id).to_json()
         except Exception as error:  # a missing predicate, a guard the trace cannot check…
             found[event.id] = {"error": f"{type(error).__name__}: {error}"}
     notes = []
-    if len(chosen) > limit:
-        notes.append(f"Explanations are precomputed for {limit} of the {len(chosen)} choices "
+    if len(chosen) > MAX_EXPLAINED:
+        notes.append(f"Explanations are precomputed for {MAX_EXPLAINED} of the {len(chosen)} choices "
                      f"drawn; `cpl explain TRACE EVENT` explains any of them.")
     return found, notes
 
@@ -156,9 +152,10 @@ def _notes(trace: Trace, layout: Layout) -> list[str]:
 
 def view_data(trace: Trace, layout: Layout, predicates=None) -> dict:
     """Everything the page's script reads, JSON-ready."""
-    explanations, explain_notes = _explanations(trace, layout, predicates)
+    explainer = Explainer(trace, predicates)  # its vector clocks serve the events too
+    explanations, explain_notes = _explanations(trace, layout, explainer)
     return {"title": layout.title, "lifelines": list(layout.lifelines),
-            "events": _events(trace, layout), "arrows": _arrows(trace, layout),
+            "events": _events(trace, layout, explainer.evaluator.clocks), "arrows": _arrows(trace, layout),
             "ends": [end.lane for end in layout.ends], "highlight": layout.highlight,
             "explanations": explanations, "notes": _notes(trace, layout) + explain_notes}
 
