@@ -7,6 +7,7 @@ Each case runs the real command in a subprocess, bounded in time.
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -14,6 +15,8 @@ import time
 
 import pytest
 
+import choreo
+from choreo.simulate import Simulator
 from choreo_util import cpl, write
 from cpl.tracefile import load_trace
 
@@ -144,3 +147,36 @@ def test_a_killed_run_keeps_what_it_did_and_the_reader_says_it_was_cut_off(tmp_p
     assert result.returncode == 0 and "Traceback" not in result.stderr
     assert "cut off" in result.stderr
     assert len(result.stdout.splitlines()) > 100
+
+
+def _code_review():
+    return Simulator(choreo.load_one(str(ROOT / "examples" / "code_review.py")))
+
+
+@pytest.mark.parametrize("at", [1, 2, 40])
+def test_ctrl_c_while_an_event_is_written_still_counts_it(at):
+    """The CI failure of stop 12: a Ctrl-C landing inside the sink made meta.steps one short."""
+    written = []
+
+    def sink(event):
+        written.append(event)
+        if len(written) == at:
+            os.kill(os.getpid(), signal.SIGINT)  # delivered before the sink returns
+
+    result = _code_review().run(seed=3, args=["rounds=1000"], record=False, sink=sink)
+    assert result.status == "interrupted"
+    assert result.steps == len(written) == at
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_ctrl_c_inside_an_action_interrupts_at_once(tmp_path):
+    path = write(tmp_path, PAIR.format(
+        kind="int", first="1",
+        action="lambda v, rng: __import__('os').kill(__import__('os').getpid(), 2) or 2"))
+    written = []
+    simulator = Simulator(choreo.load_one(str(path)))
+    result = simulator.run(record=False, sink=written.append)
+    assert result.status == "interrupted" and result.steps == len(written) == 3
+    assert [e.id for e in written] == ["A.1", "A.2", "B.1"]  # B's action never became B.2
+    kept = simulator.run()  # in memory, no sink: the handler stays; the count still agrees
+    assert kept.status == "interrupted" and kept.steps == len(kept.trace.events) == 3
