@@ -95,7 +95,7 @@ class Simulator:
                           schedule)
         deadline = None if timeout is None else time.monotonic() + timeout
         steps = run.steps(max_steps, deadline, timeout)
-        with _ctrl_c_between_steps(run), Awaiter() as wait:
+        with _stop_between_steps(run), Awaiter() as wait:
             return run.result(*_drive(steps, lambda pending: wait(pending, deadline)))
 
     async def run_async(self, *, seed: int = 0, args=(), values: dict | None = None,
@@ -125,32 +125,35 @@ class Simulator:
 
 
 @contextmanager
-def _ctrl_c_between_steps(run: "_Simulation"):
-    """Let Ctrl-C stop the run between two steps, never inside one.
+def _stop_between_steps(run: "_Simulation"):
+    """Let Ctrl-C (or a SIGTERM that raises KeyboardInterrupt) stop the run between steps.
 
     A ``KeyboardInterrupt`` raised inside the sink would leave a streamed trace
     one event longer than ``meta.steps`` says.  So, for a run with a sink, the
-    first Ctrl-C only asks the run to stop at its next step; it still interrupts
-    at once inside an action (a slow tool call is not an event yet) and the
-    second Ctrl-C always does.  Only the main thread's default handler is
-    replaced, and not for runs without a sink: swapping it costs ~10 µs a run
-    (bench P5), and an in-memory trace is recounted instead (``steps``).
+    first signal only asks the run to stop at its next step; it still interrupts
+    at once inside an action (a slow tool call is not an event yet) and a
+    second signal always does.  Only the main thread's signals whose handler is
+    Python's default ``KeyboardInterrupt`` are taken over (SIGINT, and SIGTERM
+    where ``cpl run`` maps it so), and not for runs without a sink: swapping
+    handlers costs ~10 µs a run (bench P5), and an in-memory trace is
+    recounted instead (``steps``).
     """
-    if (run.sink is None or threading.current_thread() is not threading.main_thread()
-            or signal.getsignal(signal.SIGINT) is not signal.default_int_handler):
-        yield
-        return
+    taken = [] if run.sink is None or threading.current_thread() is not threading.main_thread() \
+        else [s for s in (signal.SIGINT, signal.SIGTERM)
+              if signal.getsignal(s) is signal.default_int_handler]
 
-    def interrupt(signum, frame):
+    def stop(signum, frame):
         if run.acting or run.interrupted:
             raise KeyboardInterrupt
         run.interrupted = True
 
-    signal.signal(signal.SIGINT, interrupt)
+    for signum in taken:
+        signal.signal(signum, stop)
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
+        for signum in taken:
+            signal.signal(signum, signal.default_int_handler)
 
 
 def _drive(steps, wait) -> tuple:
@@ -186,7 +189,7 @@ class _Simulation:
                         for name in plan.lifelines]
         self.scheduler = random.Random(seed)
         self._born: dict | None = None  # lifo only: id(message) -> the step it was sent at
-        self.acting = self.interrupted = False  # for _ctrl_c_between_steps
+        self.acting = self.interrupted = False  # for _stop_between_steps
         self.events: list[Event] = []
 
     def steps(self, max_steps: int | None, deadline: float | None, timeout):

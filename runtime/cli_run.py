@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 import tempfile
 
@@ -63,6 +64,9 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     with writer or contextlib.nullcontext():
         if args.sim:
             from choreo.simulate import Simulator
+            # SIGTERM ends a simulated run as Ctrl-C does (interrupted, 130), like a
+            # process run's supervisor: the trace says so instead of stopping mid-line.
+            signal.signal(signal.SIGTERM, signal.default_int_handler)
             result = Simulator.of(plan).run(seed=args.seed, values=inputs,
                                             max_steps=args.max_steps, timeout=args.timeout,
                                             record=False, sink=write,

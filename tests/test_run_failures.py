@@ -113,7 +113,8 @@ with c.while_("true", at=A, label="again?"):
     assert kib < 64 * 1024, f"peak RSS {kib} KiB"
 
 
-def test_ctrl_c_stops_the_run_and_the_trace_says_interrupted(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_stops_the_run_and_the_trace_says_interrupted(tmp_path, signum):
     trace = tmp_path / "long.jsonl"
     process = subprocess.Popen(
         [sys.executable, "-m", "runtime.cli", "run", str(ROOT / "examples" / "code_review.py"),
@@ -122,7 +123,7 @@ def test_ctrl_c_stops_the_run_and_the_trace_says_interrupted(tmp_path):
     deadline = time.monotonic() + 30
     while (not trace.exists() or trace.stat().st_size < 200_000) and time.monotonic() < deadline:
         time.sleep(0.1)
-    process.send_signal(signal.SIGINT)
+    process.send_signal(signum)
     out, err = process.communicate(timeout=30)
     assert process.returncode == 130 and "Traceback" not in err
     assert "interrupted" in err and "Orchestrator: round = " in out  # results still printed
@@ -153,20 +154,25 @@ def _code_review():
     return Simulator(choreo.load_one(str(ROOT / "examples" / "code_review.py")))
 
 
-@pytest.mark.parametrize("at", [1, 2, 40])
-def test_ctrl_c_while_an_event_is_written_still_counts_it(at):
+@pytest.mark.parametrize("at, signum", [(1, signal.SIGINT), (2, signal.SIGINT),
+                                        (40, signal.SIGINT), (40, signal.SIGTERM)])
+def test_ctrl_c_while_an_event_is_written_still_counts_it(at, signum):
     """The CI failure of stop 12: a Ctrl-C landing inside the sink made meta.steps one short."""
     written = []
 
     def sink(event):
         written.append(event)
         if len(written) == at:
-            os.kill(os.getpid(), signal.SIGINT)  # delivered before the sink returns
+            os.kill(os.getpid(), signum)  # delivered before the sink returns
 
-    result = _code_review().run(seed=3, args=["rounds=1000"], record=False, sink=sink)
+    before = signal.signal(signal.SIGTERM, signal.default_int_handler)  # as cpl run maps it
+    try:
+        result = _code_review().run(seed=3, args=["rounds=1000"], record=False, sink=sink)
+        assert signal.getsignal(signum) is signal.default_int_handler  # handed back
+    finally:
+        signal.signal(signal.SIGTERM, before)
     assert result.status == "interrupted"
     assert result.steps == len(written) == at
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_ctrl_c_inside_an_action_interrupts_at_once(tmp_path):
