@@ -45,6 +45,7 @@ BEAT = 0.5  # seconds between heartbeats
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
 IDLE = 0.05  # seconds of idleness before the supervisor is told (deadlock detection)
 SUPERVISOR_SILENCE = 10.0  # seconds without a word from the supervisor: it is gone
+REFUSALS_SHOWN = 3  # refused frames of one reason said on stderr; the rest only counted
 
 
 class EventLog:
@@ -279,10 +280,21 @@ class Lifeline:
                 self.inbound.rejected[error.reason] += 1
                 raise FrameRejected(error.reason, str(error)) from None
         except FrameRejected as rejected:
-            print(f"cpl lifeline {self.c.lifeline}: refused a frame: {rejected}",
-                  file=sys.stderr)
+            self._tell_refused(rejected)
             return
         self.received += 1
+
+    def _tell_refused(self, rejected: FrameRejected) -> None:
+        """Say the first few refusals of each reason; count the rest (a peer holding
+        the run's keys must not be able to flood standard error)."""
+        shown = self.inbound.rejected[rejected.reason]
+        if shown <= REFUSALS_SHOWN:
+            print(f"cpl lifeline {self.c.lifeline}: refused a frame: {rejected}",
+                  file=sys.stderr)
+        if shown == REFUSALS_SHOWN:
+            print(f"cpl lifeline {self.c.lifeline}: further frames refused as "
+                  f"{rejected.reason!r} are counted (the trace's meta.rejected_frames), "
+                  "not shown", file=sys.stderr)
 
     def _report(self, control, state: str, probe=None, final: bool = False) -> None:
         store = self.runner.store

@@ -25,6 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from runtime.connection import Keys
+from runtime.lifeline import REFUSALS_SHOWN
 from runtime.wire import MAX_FRAME, VERSION
 from runtime_util import FIELDS, LiveLifeline, drive_until_send, frame, reference_events
 
@@ -198,6 +199,20 @@ def test_a_frame_signed_by_one_lifeline_claiming_another_is_refused_and_costs_th
     state = live.settled(lambda s: s["received"] + sum(s["rejected"].values()) >= 5)
     assert state["rejected"] == {"impostor": 2}, state
     _finish_and_check(live, [first, from_c, second, third], {"x": 0, "y": 7})
+
+
+def test_a_flood_of_refused_frames_is_counted_but_said_only_a_few_times(live):
+    """A peer holding the run's keys must not be able to flood B's standard error."""
+    first, second, third, from_c = _messages(live)
+    a = live.peer("A")
+    for _ in range(60):
+        a.send(b"\xc1")
+    a.send(live.frame(second, seq=0))
+    live.until(lambda s: s["rejected"] == {"undecodable": 60, "replayed": 1})
+    said = live.stderr.splitlines()
+    assert sum("refused a frame" in line for line in said) == REFUSALS_SHOWN + 1, said
+    assert sum("further frames refused as 'undecodable'" in line for line in said) == 1, said
+    assert live.alive
 
 
 def test_an_oversized_frame_is_dropped_and_the_sender_can_go_on(live):
