@@ -1,12 +1,10 @@
 """``cpl explore``: many seeded simulations of one choreography, tabulated.
 
-Run ``k`` (``k = 0 … runs-1``) is the simulator's run with seed ``seed + k``
-under the schedule :func:`schedule_of` gives that seed — with the default
-``schedule="mixed"`` the four schedules of :data:`choreo.simulate.SCHEDULES`
-in turn (uniform, late delivery, newest message first, one lifeline starved),
-so an anomaly that needs a particular interleaving shows up in many runs,
-not one in a thousand.  Each run's trace is recorded in memory, handed to
-the detectors, counted and dropped.
+Run ``k`` is the simulator's run with seed ``seed + k`` under the schedule
+:func:`schedule_of` gives that seed: by default the four of
+:data:`choreo.simulate.SCHEDULES` in turn, so an anomaly that needs a
+particular interleaving shows up in many runs, not one in a thousand.  Each
+run's trace is recorded in memory, handed to the detectors, counted and dropped.
 
 An :class:`Exploration` counts runs by status, decisions by label and
 outcome, the runs in which each detector fired, and *work* (events, messages,
