@@ -16,11 +16,10 @@ Runs share one :class:`~choreo.plan.Plan`, prepared once per process.  With
 ``workers > 1`` seeds go in chunks to a pool of processes: forked ones
 inherit the plan; spawned ones (where fork is unavailable, or threads are
 running) load the choreography again from its file, which needs ``source``
-(:func:`explore_file` passes it).  A run that goes wrong — the run fails,
-deadlocks or hits the step limit, or something raises inside the simulator
-or a detector (status ``error``) — is counted with its status and the first
-seed it happened at; it never stops the exploration.  Ctrl-C does: the pool
-is terminated and ``KeyboardInterrupt`` propagates.
+(:func:`explore_file` passes it).  A run that fails, deadlocks, hits the
+step limit or raises inside the simulator or a detector (``error``) is
+counted with its status and first seed; it never stops the exploration.
+Ctrl-C does: the pool is terminated and ``KeyboardInterrupt`` propagates.
 """
 
 from __future__ import annotations
