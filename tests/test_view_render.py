@@ -178,3 +178,30 @@ def test_shiviz_log_has_the_parser_line_and_a_clock_per_event():
     found = pattern.findall("\n".join(lines[2:]))
     assert [(host, json.loads(clock)) for _, host, clock in found] == [
         ("the_host~2", {"the_host~2": 1}), ("the_host", {"the_host~2": 1, "the_host": 1})]
+
+
+def _text_boxes(groups: dict[str, ET.Element], prefix: str) -> list[tuple[str, tuple]]:
+    """Each line of text of the groups whose id starts with ``prefix``, as the box it
+    roughly covers (9-point Helvetica: 0.58 em a character, 9 points above the baseline)."""
+    boxes = []
+    for name, group in groups.items():
+        if not name.startswith(prefix):
+            continue
+        for text in group.iter(f"{SVG}text"):
+            x, y, width = float(text.get("x")), float(text.get("y")), 0.58 * 9 * len(text.text)
+            left = {"start": x, "end": x - width}.get(text.get("text-anchor"), x - width / 2)
+            boxes.append((text.text, (left, y - 9, left + width, y + 2)))
+    return boxes
+
+
+@pytest.mark.parametrize("seed", [1, 3, 7])
+def test_no_message_label_covers_another_label(seed):
+    plan = prepare(load_one("examples/code_review.py", None))
+    groups = _svg(Simulator.of(plan).run(seed=seed, values=plan.inputs(["rounds=2"])).trace)
+    messages = _text_boxes(groups, "msglabel-")
+    others = _text_boxes(groups, "label-") + messages
+    assert len(messages) > 20
+    for text, (left, top, right, bottom) in messages:
+        for other, (l2, t2, r2, b2) in others:
+            if (l2, t2, r2, b2) != (left, top, right, bottom):
+                assert not (left < r2 and l2 < right and top < b2 and t2 < bottom), (text, other)

@@ -9,6 +9,7 @@ never interpreted — and node names are our own (``e12``), never the trace's.
 
 from __future__ import annotations
 
+import attrs
 import graphviz
 
 from .layout import Arrow, Dot, Layout
@@ -16,6 +17,7 @@ from .layout import Arrow, Dot, Layout
 COLUMN = 190.0  # points between lifelines
 ROW = 30.0  # points between rows
 MARGIN = 20.0
+LINE = 11.0  # points a line of 9-point text takes
 FONT = "Helvetica"
 TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
 INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
@@ -38,6 +40,36 @@ def _pos(x: float, y: float) -> str:
 def _ink(flag: bool | None, colour: str = INK) -> str:
     """The colour of something in (or not in) the highlighted past."""
     return GREY if flag is False else colour
+
+
+@attrs.frozen
+class Box:
+    """Where a label's text is, in graphviz points (y up)."""
+    left: float
+    bottom: float
+    right: float
+    top: float
+
+    def covers(self, other: "Box", gap: float = 6.0) -> bool:
+        """Whether the two come closer than ``gap`` (widths are only estimated)."""
+        return (self.left < other.right + gap and other.left < self.right + gap
+                and self.bottom < other.top + gap / 3 and other.bottom < self.top + gap / 3)
+
+
+class _Placed:
+    """Boxes filed by band of height ``ROW``, so a free spot is found among its neighbours
+    only (a whole 5,000-event trace has thousands of labels)."""
+
+    def __init__(self):
+        self.bands: dict[int, list[Box]] = {}
+
+    def add(self, box: Box) -> None:
+        for band in range(int(box.bottom // ROW), int(box.top // ROW) + 1):
+            self.bands.setdefault(band, []).append(box)
+
+    def free(self, box: Box) -> bool:
+        near = range(int(box.bottom // ROW) - 1, int(box.top // ROW) + 2)  # covers()'s gap
+        return not any(box.covers(other) for band in near for other in self.bands.get(band, ()))
 
 
 def _label_width(text: str, size: float) -> float:
@@ -65,10 +97,11 @@ def graph(layout: Layout) -> graphviz.Digraph:
         _note(g, layout, "above", -0.75, f"⋮ {layout.skipped_before} earlier events not shown")
     if layout.skipped_after:
         _note(g, layout, "below", bottom + 0.4, f"⋮ {layout.skipped_after} later events not shown")
+    taken = _Placed()  # the text placed so far, which a message label must not cover
     for number, dot in enumerate(layout.dots):
-        _dot(g, layout, number, dot)
+        _dot(g, layout, number, dot, taken)
     for number, arrow in enumerate(layout.arrows):
-        _arrow(g, layout, number, arrow)
+        _arrow(g, layout, number, arrow, taken)
     for end in layout.ends:
         g.node(f"end{end.lane}", graphviz.escape(f"✕ {end.text}"), shape="plaintext",
                fontcolor=FALSE, fontsize="10", pos=_pos(_x(end.lane), _y(layout, end.row)),
@@ -85,7 +118,7 @@ def _note(g, layout: Layout, name: str, row: float, text: str) -> None:
            fontcolor="#616161", pos=_pos(MARGIN + width / 2, _y(layout, row)))
 
 
-def _dot(g, layout: Layout, number: int, dot: Dot) -> None:
+def _dot(g, layout: Layout, number: int, dot: Dot, taken: "_Placed") -> None:
     x, y = _x(dot.lane), _y(layout, dot.row)
     focus = layout.highlight == dot.index
     ink = _ink(dot.past)
@@ -110,6 +143,8 @@ def _dot(g, layout: Layout, number: int, dot: Dot) -> None:
         lines.append(_short_guard(dot.guard))
     if lines:
         width = max(_label_width(line, 9) for line in lines)
+        taken.add(Box(x + 12, y - LINE * len(lines) / 2, x + 12 + width,
+                         y + LINE * len(lines) / 2))
         text = "\n".join(graphviz.escape(line) for line in lines)
         g.node(f"t{number}", text.replace("\n", "\\l") + "\\l", shape="plaintext",
                fontsize="9", fontcolor=_ink(dot.past, "#37474f"), margin="0",
@@ -121,7 +156,7 @@ def _short_guard(guard: str, limit: int = 48) -> str:
     return guard if len(guard) <= limit else guard[:limit - 1] + "…"
 
 
-def _arrow(g, layout: Layout, number: int, arrow: Arrow) -> None:
+def _arrow(g, layout: Layout, number: int, arrow: Arrow, taken: "_Placed") -> None:
     ink = _ink(arrow.past)
     tail = f"e{arrow.send}" if arrow.send is not None else _stub(
         g, layout, f"a{number}", arrow.sender_lane, 0.6)
@@ -133,23 +168,35 @@ def _arrow(g, layout: Layout, number: int, arrow: Arrow) -> None:
     g.edge(tail, head, color=FALSE if arrow.in_transit and arrow.past is not False else ink,
            style="dashed" if arrow.in_transit or arrow.recv is None else "solid",
            id=f"msg-{number}")
-    _arrow_label(g, layout, number, arrow, text, ink)
+    _arrow_label(g, layout, number, arrow, text, ink, taken)
 
 
-def _arrow_label(g, layout: Layout, number: int, arrow: Arrow, text: str, ink: str) -> None:
-    """The label sits in the first gap the arrow crosses, just above it: graphviz would put
-    it at the middle, on top of whatever lifeline a long arrow crosses there."""
+def _arrow_label(g, layout: Layout, number: int, arrow: Arrow, text: str, ink: str,
+                 taken: "_Placed") -> None:
+    """The label sits just above its arrow, inside one gap between lifelines (graphviz
+    would put it at the middle, on top of whatever lifeline a long arrow crosses there):
+    the first spot, from the sender on, that covers no text already placed."""
     x0, x1 = _x(arrow.sender_lane), _x(arrow.receiver_lane)
     y0 = _y(layout, layout.dots[arrow.send].row if arrow.send is not None else 0.6)
     y1 = _y(layout, layout.dots[arrow.recv].row if arrow.recv is not None else layout.rows + 1.2)
     if x0 == x1:
         return
-    step = COLUMN / 2 if x1 > x0 else -COLUMN / 2
-    x = x0 + step
-    y = y0 + (y1 - y0) * (x - x0) / (x1 - x0) + 7
+    half = _label_width(text, 9) / 2
+    room = max(0.0, COLUMN / 2 - half - 8)  # how far off a gap's middle the label still fits
+    step = COLUMN if x1 > x0 else -COLUMN
+    spots = [x0 + step * (gap + 0.5) + shift for gap in range(round(abs(x1 - x0) / COLUMN))
+             for shift in (0.0, -room, room)]
+    boxes = [_box(x, y0 + (y1 - y0) * (x - x0) / (x1 - x0) + 7, half) for x in spots]
+    box = next((b for b in boxes if taken.free(b)), boxes[0])
+    taken.add(box)
     g.node(f"m{number}", graphviz.escape(text), shape="plaintext", fontsize="9",
-           fontcolor=ink, margin="0", width="0", height="0", pos=_pos(x, y),
+           fontcolor=ink, margin="0", width="0", height="0",
+           pos=_pos((box.left + box.right) / 2, (box.bottom + box.top) / 2),
            id=f"msglabel-{number}")
+
+
+def _box(x: float, y: float, half: float) -> "Box":
+    return Box(x - half, y - LINE / 2, x + half, y + LINE / 2)
 
 
 def _stub(g, layout: Layout, name: str, lane: int, row: float) -> str:
