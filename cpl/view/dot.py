@@ -67,9 +67,18 @@ class _Placed:
         for band in range(int(box.bottom // ROW), int(box.top // ROW) + 1):
             self.bands.setdefault(band, []).append(box)
 
+    def _near(self, box: Box):
+        for band in range(int(box.bottom // ROW) - 1, int(box.top // ROW) + 2):  # the gap
+            yield from self.bands.get(band, ())
+
     def free(self, box: Box) -> bool:
-        near = range(int(box.bottom // ROW) - 1, int(box.top // ROW) + 2)  # covers()'s gap
-        return not any(box.covers(other) for band in near for other in self.bands.get(band, ()))
+        return not any(box.covers(other) for other in self._near(box))
+
+    def overlap(self, box: Box) -> float:
+        """How much of ``box`` other text covers (counted once per band it is filed in)."""
+        return sum(max(0.0, min(box.right, o.right) - max(box.left, o.left))
+                   * max(0.0, min(box.top, o.top) - max(box.bottom, o.bottom))
+                   for o in self._near(box))
 
 
 def _label_width(text: str, size: float) -> float:
@@ -173,9 +182,11 @@ def _arrow(g, layout: Layout, number: int, arrow: Arrow, taken: "_Placed") -> No
 
 def _arrow_label(g, layout: Layout, number: int, arrow: Arrow, text: str, ink: str,
                  taken: "_Placed") -> None:
-    """The label sits just above its arrow, inside one gap between lifelines (graphviz
+    """The label sits by its arrow, inside one gap between lifelines (graphviz
     would put it at the middle, on top of whatever lifeline a long arrow crosses there):
-    the first spot, from the sender on, that covers no text already placed."""
+    the first spot that covers no text already placed — the middles of the gaps from
+    the sender on, each gap's end nearer the receiver, the ends nearer the sender —
+    above the arrow, else below it; where none is free, the least covered one."""
     x0, x1 = _x(arrow.sender_lane), _x(arrow.receiver_lane)
     y0 = _y(layout, layout.dots[arrow.send].row if arrow.send is not None else 0.6)
     y1 = _y(layout, layout.dots[arrow.recv].row if arrow.recv is not None else layout.rows + 1.2)
@@ -184,10 +195,13 @@ def _arrow_label(g, layout: Layout, number: int, arrow: Arrow, text: str, ink: s
     half = _label_width(text, 9) / 2
     room = max(0.0, COLUMN / 2 - half - 8)  # how far off a gap's middle the label still fits
     step = COLUMN if x1 > x0 else -COLUMN
-    spots = [x0 + step * (gap + 0.5) + shift for gap in range(round(abs(x1 - x0) / COLUMN))
-             for shift in (0.0, -room, room)]
-    boxes = [_box(x, y0 + (y1 - y0) * (x - x0) / (x1 - x0) + 7, half) for x in spots]
-    box = next((b for b in boxes if taken.free(b)), boxes[0])
+    ahead = room if x1 > x0 else -room  # towards the receiver
+    middles = [x0 + step * (gap + 0.5) for gap in range(round(abs(x1 - x0) / COLUMN))]
+    spots = [x for middle in middles for x in (middle, middle + ahead)] + \
+        [middle - ahead for middle in middles]
+    boxes = [_box(x, y0 + (y1 - y0) * (x - x0) / (x1 - x0) + lift, half)
+             for lift in (7, -8) for x in spots]  # above the arrow, else below it
+    box = next((b for b in boxes if taken.free(b)), None) or min(boxes, key=taken.overlap)
     taken.add(box)
     g.node(f"m{number}", graphviz.escape(text), shape="plaintext", fontsize="9",
            fontcolor=ink, margin="0", width="0", height="0",
