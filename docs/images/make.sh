@@ -16,11 +16,20 @@ cpl render "$work/review.jsonl" --highlight "$first_merge" -o "$out/code_review_
 # Fig. 2 of the paper, the decision highlighted.
 cpl render examples/traces/fig2.json --highlight c3 -o "$out/fig2.png"
 
-# A failing run: a lifeline killed mid-run; the last 40 rows of it.
-cpl run examples/code_review.py --arg rounds=1000 --seed 1 --trace "$work/killed.jsonl" \
+# A failing run: a lifeline killed mid-run; the last 40 rows of it. The trace of a run over
+# processes is merged from the lifelines' logs when the run ends, so the kill is timed:
+# 1.5 s after the Security process is up (the run would go on for minutes).
+cpl run examples/code_review.py --arg rounds=100000 --seed 1 --trace "$work/killed.jsonl" \
     >/dev/null 2>&1 & run=$!
-until [ "$(wc -l < "$work/killed.jsonl" 2>/dev/null || echo 0)" -gt 2000 ]; do sleep 0.1; done
-pkill -9 -f "lifeline Security" || true
-wait $run || true
+until pgrep -f "lifeline Security" >/dev/null; do sleep 0.1; done
+sleep 1.5
+pkill -9 -f "lifeline Security"
+if wait $run; then echo "make.sh: the killed run ended ok" >&2; exit 1; fi
+python - "$work/killed.jsonl" <<'PY'
+import json, sys
+end = json.loads(open(sys.argv[1]).read().splitlines()[-1])["end"]
+assert end["status"] == "died" and end["died"]["lifeline"] == "Security", end
+print(f"docs/images/killed.png: died, {len(end.get('in_transit', []))} messages in transit")
+PY
 cpl render "$work/killed.jsonl" --max-rows 40 -o "$out/killed.png"
 python docs/images/anomaly_pictures.py
