@@ -33,3 +33,4 @@ print(f"docs/images/killed.png: died, {len(end.get('in_transit', []))} messages 
 PY
 cpl render "$work/killed.jsonl" --max-rows 40 -o "$out/killed.png"
 python docs/images/anomaly_pictures.py
+python docs/images/viewer_picture.py
