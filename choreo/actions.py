@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 import traceback
 from concurrent.futures import ThreadPoolExecutor
@@ -28,10 +29,13 @@ from .local import LAct
 from .status import RunFailure
 
 
-def start(s: LAct, store: dict, rng, lifeline: str, event: str):
-    """Call the action; returns its value, or an awaitable the driver must await."""
+def start(s: LAct, store: dict, rng, lifeline: str, event: str, snapshot: bool = False):
+    """Call the action; returns its value, or an awaitable the driver must await.
+
+    ``snapshot``: the action sees a copy of the store as it is now, for a driver
+    that lets other threads of the lifeline move on while it is awaited."""
     try:
-        return s.fn(MappingProxyType(store), rng)
+        return s.fn(MappingProxyType(dict(store) if snapshot else store), rng)
     except (Exception, SystemExit) as error:
         raise failed(s, error, lifeline, event) from None
 
@@ -155,3 +159,54 @@ def _loop_running() -> bool:
         return True
     except RuntimeError:
         return False
+
+
+class Background:
+    """Awaits many actions at once for a driver that must not block (a lifeline process).
+
+    The actions run on an event loop in a thread of its own; :meth:`submit` gives
+    a ``concurrent.futures.Future``, and ``wake_fd`` turns readable whenever one
+    is done, so the driver can poll it beside its sockets.  Leaving the block
+    cancels what is still running.
+    """
+
+    def __enter__(self):
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="cpl-actions",
+                                        daemon=True)
+        self._thread.start()
+        self.wake_fd, self._poke = os.pipe()
+        os.set_blocking(self.wake_fd, False)
+        os.set_blocking(self._poke, False)
+        return self
+
+    def submit(self, awaitable):
+        future = asyncio.run_coroutine_threadsafe(bounded(awaitable, None), self._loop)
+        future.add_done_callback(self._wake)
+        return future
+
+    def _wake(self, _future) -> None:
+        try:
+            os.write(self._poke, b"!")
+        except OSError:  # the pipe is full (already readable) or closed (leaving)
+            pass
+
+    def drain(self) -> None:
+        """Empty ``wake_fd`` (before looking at which futures are done)."""
+        try:
+            while os.read(self.wake_fd, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def __exit__(self, *exc):
+        def stop():
+            for task in asyncio.all_tasks(self._loop):
+                task.cancel()
+            self._loop.call_soon(self._loop.stop)  # after the cancellations are delivered
+        self._loop.call_soon_threadsafe(stop)
+        self._thread.join(timeout=5)
+        if not self._thread.is_alive():
+            self._loop.close()
+        os.close(self.wake_fd)
+        os.close(self._poke)

@@ -178,10 +178,11 @@ class Runner:
                 found.append((self, thread, None))
         return found
 
-    def start(self, option: Option):
-        """Call the action ``option`` is at; its value (or an awaitable the driver awaits)."""
+    def start(self, option: Option, snapshot: bool = False):
+        """Call the action ``option`` is at; its value (or an awaitable the driver awaits).
+        ``snapshot``: it sees a copy of the store (:func:`choreo.actions.start`)."""
         return actions.start(option[1].want[1], self.store, self.rng, self.name,
-                             self.next_event)
+                             self.next_event, snapshot)
 
     def action_failed(self, option: Option, error: BaseException) -> RunFailure:
         """The failure of an awaited action that raised ``error``."""

@@ -15,8 +15,10 @@ each frame's real sender, which must match the frame's ``sender``.
 Every event is appended to this lifeline's log as it happens (one JSON line,
 one ``write`` to the operating system, before any message that makes it
 visible leaves), so a crash or ``kill -9`` loses nothing already done; the
-supervisor merges the logs into the run's trace.  The loop is synchronous:
-an async action is awaited on a loop of the process's own (``Awaiter``).
+supervisor merges the logs into the run's trace.  The loop is synchronous;
+an async action runs on an event loop in a thread of its own
+(``Background``) while the lifeline's other threads go on, and its event
+happens when it is done.  It sees the store as it was when it started.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import msgpack
 import zmq
 
 from choreo import load_one
-from choreo.actions import Awaiter
+from choreo.actions import Background
 from choreo.machine import Message, Undeliverable, calls, expected_messages, recipients
 from choreo.plan import prepare
 from choreo.status import RunFailure
@@ -125,7 +127,8 @@ class Lifeline:
         self.status, self.error = "running", None
         self.last_word = time.monotonic()  # the supervisor's latest frame
         self.log = EventLog(connection.log) if connection.log else ShippedLog()
-        self.wait = None  # the Awaiter of async actions, while serving
+        self.actions: Background | None = None  # runs async actions, while serving
+        self.acting: dict = {}  # thread -> (its option, the future of its async action)
 
     def serve(self) -> int:
         context = zmq.Context()
@@ -161,7 +164,7 @@ class Lifeline:
                     outboxes[peer].connect(endpoint)
             beats = _Heartbeat(context, self.c)
             try:
-                with Awaiter() as self.wait:
+                with Background() as self.actions:
                     self._run(inbox, control, outboxes)
                 self.log.ship(control)
                 self._report(control, "end", final=True)  # results as they are at the stop
@@ -194,13 +197,23 @@ class Lifeline:
         poller = zmq.Poller()
         poller.register(inbox, zmq.POLLIN)
         poller.register(control, zmq.POLLIN)
+        poller.register(self.actions.wake_fd, zmq.POLLIN)
         while not self.stopping:
             self._drain(inbox, control)
             if self.stopping:
                 break
-            options = runner.enabled() if self.status == "running" else []
+            if self.acting:
+                self._finish_actions(inbox, control, outboxes)
+            options = self._options() if self.status == "running" else []
             if options:
                 self._take(options, inbox, control, outboxes)
+                continue
+            self.actions.drain()  # a late wake must not keep the polls below from sleeping
+            if self.acting and self.status == "running":  # busy, not idle: wait for them
+                if time.monotonic() - self.last_word > SUPERVISOR_SILENCE:
+                    return
+                if not any(future.done() for _, future in self.acting.values()):
+                    poller.poll(int(BEAT * 1000))
                 continue
             if self.status == "running" and runner.done:
                 self.status = "ok"
@@ -220,15 +233,43 @@ class Lifeline:
     def _take(self, options, inbox, control, outboxes) -> None:
         runner = self.runner
         option = options[self.schedule.randrange(len(options))] if len(options) > 1 else options[0]
+        value = None
+        if calls(option):
+            try:
+                value = runner.start(option, snapshot=True)
+            except RunFailure as failure:
+                self.status, self.error = "failed", failure.render()
+                return
+            if inspect.isawaitable(value):
+                self.acting[option[1]] = option, self.actions.submit(value)
+                return
+        self._fire(option, value, inbox, control, outboxes)
+
+    def _options(self) -> list:
+        """The events that can happen now, but none of a thread whose action is running."""
+        options = self.runner.enabled()
+        if self.acting:
+            options = [option for option in options if option[1] not in self.acting]
+        return options
+
+    def _finish_actions(self, inbox, control, outboxes) -> None:
+        """Take the event of every async action that is done (in the order they started)."""
+        for thread, (option, future) in list(self.acting.items()):
+            if not future.done() or self.status != "running":
+                continue
+            del self.acting[thread]
+            try:
+                value = future.result()
+            except (Exception, SystemExit) as failure:
+                self.status, self.error = "failed", \
+                    self.runner.action_failed(option, failure).render()
+                return
+            self._fire(option, value, inbox, control, outboxes)
+
+    def _fire(self, option, value, inbox, control, outboxes) -> None:
+        """Take the event ``option`` is at (its action's ``value`` given), log it, send."""
+        runner = self.runner
         try:
-            value = None
-            if calls(option):
-                value = runner.start(option)
-                if inspect.isawaitable(value):
-                    try:
-                        value = self.wait(value, None)
-                    except (Exception, SystemExit) as failure:
-                        raise runner.action_failed(option, failure) from None
             event, message = runner.fire(option, value)
         except RunFailure as failure:
             self.status, self.error = "failed", failure.render()
@@ -264,7 +305,7 @@ class Lifeline:
             if kind == "stop":
                 self.stopping = True
             elif kind == "probe":
-                busy = self.status == "running" and self.runner.enabled()
+                busy = self.status == "running" and (self.acting or self.runner.enabled())
                 self._report(control, "busy" if busy else "idle" if self.status == "running"
                              else "end", probe=order.get("n"))
 

@@ -326,3 +326,64 @@ def test_the_merge_stops_a_log_at_a_line_that_is_no_event():
     assert [e.id for e in written] == ["A.1", "B.1"]
     assert dict(written[1].vc) == {"A": 1, "B": 1}
     assert meta == {"in_transit": [], "unplaced": 1}
+
+
+# ------------------------------------------------------------------ async actions overlap
+
+OVERLAP = """
+    import asyncio
+    c = overlap = Choreography("overlap")
+    A, B = c.lifelines("A", "B")
+    x, y, z, ok = c.var("x", int), c.var("y", int), c.var("z", int), c.var("ok", bool)
+    async def slow(variables, rng):
+        await asyncio.sleep({seconds})
+        return 1
+    async def first(variables, rng):
+        await asyncio.sleep(0.2)
+        return {first}
+    c.set(A, x=0, label="start")
+    with c.parallel():
+        with c.thread():
+            c.act(A, first, assigns=[x], label="x")
+        with c.thread():
+            c.act(A, slow, assigns=[y], label="y")
+        with c.thread():
+            c.act(A, slow, assigns=[z], label="z")
+    c.send(A, B, x, y, z, label="all")
+    with c.if_("@A.x == 1 && @A.y == 1 && @A.z == 1", at=B, label="all in?"):
+        c.set(B, ok=True)
+    with c.else_():
+        c.set(B, ok=False)
+    c.result(B, ok)
+"""
+
+
+def test_async_actions_of_parallel_threads_overlap_in_a_lifeline_process(tmp_path):
+    """Async actions of 0.2, 1.5 and 1.5 s in three threads of A take ~1.5 s, not 3.2; A is
+    busy (not a deadlock) and the decision B takes afterwards re-checks."""
+    choreography = _write(tmp_path, "overlap", OVERLAP.format(seconds=1.5, first=1))
+    trace_path = tmp_path / "overlap.json"
+    code, out, err, seconds = run_cpl(tmp_path, "run", choreography, "--trace", str(trace_path))
+    assert code == 0, err
+    assert "B: ok = true" in out
+    trace = load_trace(trace_path)
+    acts = [e.time for e in trace.events if e.kind == "act" and e.lifeline == "A"]
+    assert len(acts) == 4 and acts[-1] - acts[0] < 2.5, acts  # one after another: ≥ 3.2 s
+    assert check_semantics(trace) == 1
+
+
+def test_a_failing_async_action_fails_the_run_while_others_still_run(tmp_path):
+    choreography = _write(tmp_path, "overlap", OVERLAP.format(seconds=600, first="1 // 0"))
+    code, _, err, seconds = run_cpl(tmp_path, "run", choreography, "--timeout", "60")
+    assert code == 1 and "raised ZeroDivisionError" in err, (code, err)
+    assert seconds < 15, f"the run waited {seconds:.1f} s for the actions still running"
+
+
+def test_a_run_stopped_during_a_long_async_action_cancels_it_and_ends(tmp_path):
+    choreography = _write(tmp_path, "overlap", OVERLAP.format(seconds=600, first=1))
+    trace_path = tmp_path / "stopped.jsonl"
+    code, _, err, seconds = run_cpl(tmp_path, "run", choreography, "--timeout", "2",
+                                    "--trace", str(trace_path))
+    assert code == 1 and "--timeout" in err and seconds < 12, (code, seconds, err)
+    meta = load_trace(trace_path).meta
+    assert meta["status"] == "timeout" and "died" not in meta, meta
