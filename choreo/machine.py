@@ -42,7 +42,6 @@ from cpl.monitor import Monitor
 from cpl.msc import Event
 from . import actions
 from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
-from .local import expected_messages, recipients  # noqa: F401 - transports import them here
 from .status import RunFailure
 
 

@@ -36,7 +36,8 @@ import zmq
 
 from choreo import load_one
 from choreo.actions import Background
-from choreo.machine import Message, Undeliverable, calls, expected_messages, recipients
+from choreo.local import expected_messages, recipients
+from choreo.machine import Message, Undeliverable, calls
 from choreo.plan import prepare
 from choreo.status import RunFailure
 from cpl.tracecodec import encode_json

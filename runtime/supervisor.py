@@ -116,7 +116,7 @@ class Supervisor:
         """Run to the end, writing each merged event with ``write``; returns the meta."""
         context = zmq.Context()
         auth = None
-        previous = signal.signal(signal.SIGTERM, _interrupt)
+        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C
         try:
             if self.keys:
                 auth = authenticator(context, KeyRing(self.keys[""].lifelines))
@@ -349,6 +349,3 @@ def _send(control, name: str, **fields) -> None:
     except zmq.ZMQError:
         pass
 
-
-def _interrupt(signum, frame):
-    raise KeyboardInterrupt

@@ -303,7 +303,7 @@ def test_a_second_frame_for_a_message_already_waiting_is_counted(live):
 def _prepared():
     """The choreography above, prepared once; A's three messages and C's one."""
     from choreo import load_one
-    from choreo.machine import expected_messages
+    from choreo.local import expected_messages
     from choreo.plan import prepare
 
     path = Path(tempfile.mkdtemp(prefix="cpl-hostile-")) / "hostile.py"

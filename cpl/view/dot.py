@@ -57,25 +57,31 @@ class Box:
 
 
 class _Placed:
-    """Boxes filed by band of height ``ROW``, so a free spot is found among its neighbours
-    only (a whole 5,000-event trace has thousands of labels)."""
+    """Boxes filed by the band of height ``ROW`` their middle is in, so a free spot is
+    looked for among the neighbouring bands only (a 5,000-event trace has thousands of
+    labels).  A label is at most two lines (22 points) high, so a box that comes within
+    ``covers``'s gap of another is filed in the same band or the next one."""
 
     def __init__(self):
         self.bands: dict[int, list[Box]] = {}
 
+    @staticmethod
+    def _band(box: Box) -> int:
+        return int((box.bottom + box.top) / 2 // ROW)
+
     def add(self, box: Box) -> None:
-        for band in range(int(box.bottom // ROW), int(box.top // ROW) + 1):
-            self.bands.setdefault(band, []).append(box)
+        self.bands.setdefault(self._band(box), []).append(box)
 
     def _near(self, box: Box):
-        for band in range(int(box.bottom // ROW) - 1, int(box.top // ROW) + 2):  # the gap
-            yield from self.bands.get(band, ())
+        band = self._band(box)
+        for near in (band - 1, band, band + 1):
+            yield from self.bands.get(near, ())
 
     def free(self, box: Box) -> bool:
         return not any(box.covers(other) for other in self._near(box))
 
     def overlap(self, box: Box) -> float:
-        """How much of ``box`` other text covers (counted once per band it is filed in)."""
+        """How much of ``box`` other text covers."""
         return sum(max(0.0, min(box.right, o.right) - max(box.left, o.left))
                    * max(0.0, min(box.top, o.top) - max(box.bottom, o.bottom))
                    for o in self._near(box))
