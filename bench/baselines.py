@@ -1,6 +1,6 @@
 """The naive evaluators the monitors are compared with, timed in the same run.
 
-* ``reference``: ``cpl.reference.evaluate_all`` — the literal semantics with
+* ``reference``: ``cpl.semantics.reference.evaluate_all`` — the literal semantics with
   memoisation, over a prefix of the trace (it builds every event's causal
   past as a bitmask, so it is super-linear and cannot take 100,000 events).
 * ``global_log``: what a system without monitors would do — a central log of
@@ -15,8 +15,8 @@ from __future__ import annotations
 import time
 
 import cpl
-from cpl import reference
-from cpl.msc import Trace
+from cpl.semantics import evaluate, evaluate_all
+from cpl.trace import Trace
 
 
 def prefix(trace: Trace, n: int) -> Trace:
@@ -28,7 +28,7 @@ def reference_seconds(trace: Trace, guard: str, owner: str | None) -> float:
     """Evaluate the guard at every event of ``owner`` with a fresh reference evaluator."""
     formula = cpl.check(guard, trace.schema()).formula
     start = time.process_time()
-    reference.evaluate_all(trace, formula, owner)
+    evaluate_all(trace, formula, owner)
     return time.process_time() - start
 
 
@@ -38,5 +38,5 @@ def global_log_seconds(trace: Trace, guard: str, owner: str) -> float:
     start = time.process_time()
     for index, event in enumerate(trace.events):
         if event.lifeline == owner and event.kind == "choice":
-            reference.evaluate(prefix(trace, index + 1), formula, index)
+            evaluate(prefix(trace, index + 1), formula, index)
     return time.process_time() - start

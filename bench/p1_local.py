@@ -11,7 +11,7 @@ import random
 
 import baselines
 import workloads as w
-from cpl.msc import Event, Trace
+from cpl.trace import Event, Trace
 from timing import Row, interleaved, median, rate, timed
 
 
@@ -55,7 +55,7 @@ def run(quick: bool = False) -> list[Row]:
         Row("P1 local", f"driver loop alone (no-op act), {n:,} acts", median(driver), "events/s",
             driver),
         Row("P1 local", "Monitor.act", median(values), "events/s", values,
-            baseline=f"cpl.reference, {head}-event prefix", baseline_value=median(reference),
+            baseline=f"cpl.semantics.reference, {head}-event prefix", baseline_value=median(reference),
             target="≥ 5 M", met=median(values) >= 5e6),
         Row("P1 local", "act work per event (minus driver)", median(net), "ns/event", net),
     ]

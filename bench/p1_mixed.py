@@ -52,7 +52,7 @@ def run(quick: bool = False) -> list[Row]:
         net = [(m - d) / n * 1e9 for m, d in zip(runs[name], runs["driver"])]
         first = name == "guard 1"
         rows.append(Row("P1", f"monitors, {name}", median(values), "events/s", values,
-                        baseline=f"cpl.reference, {head}-event prefix",
+                        baseline=f"cpl.semantics.reference, {head}-event prefix",
                         baseline_value=median(reference),
                         target="≥ 2.5 M" if first else "",
                         met=median(values) >= 2.5e6 if first else None))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 
 import workloads as w
-from cpl.values import UNSET
+from cpl.lang import UNSET
 from timing import Row, median
 
 LOCAL_EXTRA = ("candidate == c1", "Y candidate != c2", "O candidate == c3",

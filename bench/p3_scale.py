@@ -7,7 +7,7 @@ events per lifeline at every size).  The metadata carries the entries of the
 lifelines some guard reads (``Program.carried``), so its size should not move.
 
 Baseline, from the same messages: the layout before ``carried`` — an entry
-for *every* lifeline: its full vector clock (the recorder's, ``cpl.clocks``,
+for *every* lifeline: its full vector clock (the recorder's, ``cpl.trace.clocks``,
 which is what the old monitors kept), the carried views and variable views
 where they are, and an empty view (0) and variable view (``[]``) for every
 other lifeline — msgpack-encoded exactly as ``Metadata.encode``.
@@ -16,8 +16,8 @@ other lifeline — msgpack-encoded exactly as ``Metadata.encode``.
 from __future__ import annotations
 
 import workloads as w
-from cpl.clocks import Clocks
-from cpl.metadata import Metadata
+from cpl.trace import Clocks
+from cpl.monitor import Metadata
 from p3_metadata import messages
 from timing import Row, median
 

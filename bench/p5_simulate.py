@@ -15,7 +15,7 @@ frozen out of the collector's way (``timing.timed``).
 Baselines, timed interleaved with the simulation over the same seeds:
 
 * replay (the ratio's denominator): the traces those runs recorded, fed
-  through fresh monitors by ``cpl.offline.replay`` — the monitoring work
+  through fresh monitors by ``cpl.monitor.offline.replay`` — the monitoring work
   of the very same events with no scheduling, no machines, no actions and no
   trace building.  The ratio says what a simulated run costs over the
   monitoring it must do anyway.
@@ -36,8 +36,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from timing import Row, cpu_seconds, interleaved, median, timed
-from timing import peak_rss_kib as peak_rss_kib_of
+from timing import (Row, cpu_seconds, interleaved, median, timed,
+         peak_rss_kib as peak_rss_kib_of)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "code_review.py"
@@ -53,7 +53,7 @@ def _simulate_all(simulator, seeds, inputs, record: bool = True) -> int:
 
 
 def _replay_all(traces, program) -> None:
-    from cpl.offline import replay
+    from cpl.monitor import replay
 
     for trace in traces:
         for _ in replay(trace, program):

@@ -1,6 +1,6 @@
 """P6: ``cpl eval`` on a 200,000-event trace against a bare ``json.load`` of the same file.
 
-The trace is the P1 workload written with ``cpl.tracefile.dump_trace`` as JSON
+The trace is the P1 workload written with ``cpl.trace.files.dump_trace`` as JSON
 into a temporary directory.  Two measurements:
 
 * library: ``load_trace`` + ``offline.evaluate_trace`` in this process;
@@ -51,8 +51,8 @@ def _subprocess_seconds(command: list[str]) -> float:
 
 
 def run(quick: bool = False) -> list[Row]:
-    from cpl import offline
-    from cpl.tracefile import dump_trace, load_trace
+    from cpl.monitor import evaluate_trace
+    from cpl.trace import dump_trace, load_trace
 
     n, repeats = (5_000, 1) if quick else (200_000, 5)
     with tempfile.TemporaryDirectory() as directory:
@@ -72,14 +72,14 @@ def run(quick: bool = False) -> list[Row]:
                 return json.load(handle)
 
         def library():
-            return offline.evaluate_trace(load_trace(path), GUARD)
+            return evaluate_trace(load_trace(path), GUARD)
 
         loaded = load_trace(path)
         runs = interleaved({
             "json": lambda: cpu_seconds(json_load),
             "library": lambda: cpu_seconds(library),
             "load": lambda: cpu_seconds(lambda: load_trace(path)),
-            "evaluate": lambda: cpu_seconds(lambda: offline.evaluate_trace(loaded, GUARD)),
+            "evaluate": lambda: cpu_seconds(lambda: evaluate_trace(loaded, GUARD)),
             "cli": lambda: _subprocess_seconds(cli_command() + ["eval", path, GUARD,
                                                                 "--format", "jsonl"]),
             "fixed": lambda: _subprocess_seconds(cli_command() + ["eval", tiny, GUARD,

@@ -1,7 +1,7 @@
 """Seeded workloads for the benchmarks, shared with tests/test_bench_smoke.py.
 
-The traces are ordinary ``cpl.msc.Trace`` values (so they can be written with
-``cpl.tracefile.dump_trace`` and re-loaded and validated), and ``steps``
+The traces are ordinary ``cpl.trace.msc.Trace`` values (so they can be written with
+``cpl.trace.files.dump_trace`` and re-loaded and validated), and ``steps``
 turns one into the flat tuples a tight driver loop consumes, so that the
 timed loop does no decoding of its own.
 
@@ -15,9 +15,8 @@ import random
 from typing import Callable, Mapping
 
 import cpl
-from cpl.compile import OwnedFormula, compile_guards
-from cpl.monitor import Monitor
-from cpl.msc import Event, Trace
+from cpl.monitor import OwnedFormula, compile_guards, Monitor
+from cpl.trace import Event, Trace
 
 # ------------------------------------------------------------------ P1: the paper's workflow
 

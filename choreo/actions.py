@@ -22,7 +22,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 
-from cpl.tracecodec import value_problem
+from cpl.trace import value_problem
 from . import model
 from .errors import Where
 from .local import LAct

@@ -14,8 +14,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 import cpl
-from cpl.names import did_you_mean
-from cpl.parser import KEYWORDS
+from cpl.lang import did_you_mean, KEYWORDS
 from . import model
 from .errors import ChoreographyError, Where, caller
 from .model import Input, Lifeline, SymbolSet, Var

@@ -15,7 +15,7 @@ from __future__ import annotations
 import attrs
 
 import cpl
-from cpl import ast
+from cpl.lang import ast
 from .errors import ChoreographyError, Where
 from .model import Act, Atomic, Guard, If, Lifeline, Parallel, Send, While
 

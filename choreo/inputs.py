@@ -18,7 +18,7 @@ import json
 import math
 from typing import Iterable, Mapping
 
-from cpl.names import did_you_mean
+from cpl.lang import did_you_mean
 
 from . import model
 from .errors import ChoreographyError, Where

@@ -39,7 +39,7 @@ import attrs
 
 from cpl.errors import EvaluationError
 from cpl.monitor import Monitor
-from cpl.msc import Event
+from cpl.trace import Event
 from . import actions
 from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
 from .status import RunFailure
@@ -126,7 +126,7 @@ class Runner:
         self.rng = rng
         self.variables = plan.choreography.variables  # name -> model.Var, for type checks
         self.record = record  # build an Event per event (False: count only)
-        self.clocks = clocks  # a cpl.clocks.Clocks the driver shares, or None: no ``vc``
+        self.clocks = clocks  # a cpl.trace.clocks.Clocks the driver shares, or None: no ``vc``
         self.inbox: dict = {}  # key -> Message arrived and not yet received
         self.taken = 0  # events so far: the next is f"{name}.{taken + 1}"
         self.sent = 0  # messages so far: the next is f"{name}:{sent + 1}"

@@ -14,9 +14,8 @@ import random
 
 import attrs
 
-from cpl.compile import OwnedFormula, Program, compile_guards
-from cpl.predicates import application
-from cpl.references import named_predicates
+from cpl.monitor import OwnedFormula, Program, compile_guards
+from cpl.lang import application, named_predicates
 from .errors import ChoreographyError
 from .inputs import initial_stores, parse_args
 from .machine import Runner
@@ -59,7 +58,7 @@ class Plan:
 
     def runner(self, lifeline: str, store: dict, seed, *, record: bool = True, clocks=None):
         """``lifeline``'s engine from its initial ``store``; actions get ``f"{seed}:{lifeline}"``.
-        ``clocks`` (a ``cpl.clocks.Clocks`` shared by a run's runners) stamps each event's vc."""
+        ``clocks`` (a ``cpl.trace.clocks.Clocks`` shared by a run's runners) stamps each event's vc."""
         return Runner(self, lifeline, store, random.Random(f"{seed}:{lifeline}"), record=record,
                       clocks=clocks)
 

@@ -39,8 +39,7 @@ from typing import Callable
 
 import attrs
 
-from cpl.clocks import Clocks
-from cpl.msc import Event, Trace
+from cpl.trace import Clocks, Event, Trace
 from .actions import Awaiter, DeadlinePassed, bounded
 from .plan import Plan, prepare
 from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure

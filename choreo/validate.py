@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import attrs
 
-from cpl.references import references
+from cpl.lang import references
 from . import model
 from .errors import ChoreographyError
 from .model import Act, Atomic, If, Parallel, Send, While

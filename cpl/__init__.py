@@ -1,13 +1,14 @@
-"""Causal Past Logic: guards that decide from the causal past of one lifeline."""
+"""Causal Past Logic: guards that decide from the causal past of one lifeline.
 
-from . import ast
-from .check import CheckedGuard, check
-from .desugar import desugar, exports
+Sub-packages, each with a small public face: :mod:`cpl.lang` (the guard
+language), :mod:`cpl.trace` (``cpl-msc/1`` traces), :mod:`cpl.monitor`
+(compiled monitors), :mod:`cpl.semantics` (the reference evaluator and
+explanations), :mod:`cpl.view` (pictures) and :mod:`cpl.anomalies`.
+"""
+
 from .errors import EvaluationError, GuardError, ResolveError
-from .names import Schema, resolve
-from .parser import parse
-from .predicates import predicate
-from .printer import to_text
+from .lang import (CheckedGuard, Schema, ast, check, desugar, exports, parse, predicate,
+                   resolve, to_text)
 
 __all__ = [
     "ast", "CheckedGuard", "check", "desugar", "exports", "EvaluationError", "GuardError",

@@ -53,9 +53,8 @@ def _print_monitor(args, schema) -> int:
     """The generated monitor of one lifeline, for reading beside Algorithms 1-2."""
     import attrs
 
-    from cpl.compile import OwnedFormula, compile_guards
-    from cpl.names import did_you_mean
-    from cpl.references import named_lifelines
+    from cpl.monitor import OwnedFormula, compile_guards
+    from cpl.lang import did_you_mean, named_lifelines
 
     if args.format != "text":
         raise UsageError("--monitor prints Python source; leave out --format json")

@@ -20,9 +20,9 @@ from .usage import EXIT_FAILED, EXIT_OK, UsageError
 
 
 def cmd_eval(args) -> int:
-    from cpl import offline, reference
-    from cpl.msc import Trace
-    from cpl.tracefile import open_trace
+    from cpl.monitor import evaluations
+    from cpl.semantics import evaluate_all
+    from cpl.trace import Trace, open_trace
 
     def warn(text: str) -> None:
         print(f"warning: {text}", file=sys.stderr)
@@ -50,10 +50,10 @@ def cmd_eval(args) -> int:
     try:
         if args.engine == "reference":
             trace = source.trace() if streamed else source
-            results = reference.evaluate_all(trace, checked.formula, args.lifeline, predicates)
+            results = evaluate_all(trace, checked.formula, args.lifeline, predicates)
             streamed = False
         else:
-            results = offline.evaluations(source, args.guard, args.lifeline, schema=schema)
+            results = evaluations(source, args.guard, args.lifeline, schema=schema)
         with tempfile.SpooledTemporaryFile(8 << 20, "w+", encoding="utf-8") as spool:
             if args.format == "jsonl":
                 _eval_jsonl(results, source.lifelines, spool if streamed else sys.stdout)
@@ -116,21 +116,21 @@ def _shown(name: str) -> str:
 def _recheck(args, source) -> int:
     """Every recorded decision: its guard's value now against the recorded outcome.  The
     predicates needed are the trace's ``predicates`` and those its recorded guards call."""
-    from cpl import offline, reference
-    from cpl.msc import Trace
-    from cpl.parser import parse
-    from cpl.references import named_predicates
+    from cpl.monitor import decisions, recorded_guards
+    from cpl.semantics import recheck
+    from cpl.trace import Trace
+    from cpl.lang import parse, named_predicates
 
     if args.engine == "reference":
         source = source if isinstance(source, Trace) else source.trace()
-    guards = offline.recorded_guards(source)
+    guards = recorded_guards(source)
     called = (name for _, text in guards for name in named_predicates(parse(text)))
     predicates = load_predicates(args.predicates, (*(source.predicates or ()), *called),
                                  args.trace)
     rows, differ = [], 0
     try:
-        checks = (reference.recheck(source, predicates) if args.engine == "reference" else
-                  offline.decisions(source, schema=source.schema(predicates), guards=guards))
+        checks = (recheck(source, predicates) if args.engine == "reference" else
+                  decisions(source, schema=source.schema(predicates), guards=guards))
         for event, recorded, computed in checks:  # held until the whole trace has checked
             if args.lifeline is None or event.lifeline == args.lifeline:
                 rows.append((event.id, event.lifeline, event.label or event.guard, recorded,

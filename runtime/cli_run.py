@@ -50,7 +50,7 @@ def cmd_run(args) -> int:
 
 def _run(args, plan, inputs, trace_path, render_format) -> int:
     from choreo.status import EXIT_CODES
-    from cpl.tracestream import TraceWriter
+    from cpl.trace import TraceWriter
 
     writer = None
     if trace_path:  # checked before the run: an unwritable path must not cost a run
@@ -112,7 +112,7 @@ def _render_format(path: str | None) -> str | None:
 
 def _render_run(trace_path: str, out: str, form: str) -> int:
     """Draw the run's trace (failing runs too); 1 if the picture could not be made."""
-    from cpl.tracefile import load_trace
+    from cpl.trace import load_trace
     from cpl.view import render
     from .cli_view import drawn, write_atomically
     try:

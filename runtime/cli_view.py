@@ -24,7 +24,7 @@ def _warn(text: str) -> None:
 
 
 def _load(args):
-    from cpl.tracefile import load_trace
+    from cpl.trace import load_trace
     return load_trace(args.trace, _warn)
 
 
@@ -38,7 +38,7 @@ def _predicates(args, trace):
 def _event(trace, name: str | None, option: str) -> None:
     """A clear usage error for an event id the trace does not have."""
     if name is not None and name not in {e.id for e in trace.events}:
-        from cpl.names import did_you_mean
+        from cpl.lang import did_you_mean
         raise UsageError(f"{option}: the trace has no event {name!r}"
                          f"{did_you_mean(name, [e.id for e in trace.events])}")
 
@@ -93,7 +93,7 @@ def write_atomically(path: str, data: bytes) -> None:
 
 
 def cmd_explain(args) -> int:
-    from cpl.explain import ExplainError, explain
+    from cpl.semantics import ExplainError, explain
     trace = _load(args)
     predicates = _predicates(args, trace)
     if args.guard is not None:  # a misspelt variable silently makes an atom constant

@@ -40,7 +40,7 @@ from choreo.local import expected_messages, recipients
 from choreo.machine import Message, Undeliverable, calls
 from choreo.plan import prepare
 from choreo.status import RunFailure
-from cpl.tracecodec import encode_json
+from cpl.trace import encode_json
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 

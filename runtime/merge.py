@@ -20,8 +20,7 @@ import heapq
 import json
 from typing import Iterator
 
-from cpl.clocks import Clocks
-from cpl.msc import KINDS, Event
+from cpl.trace import Clocks, KINDS, Event
 
 
 _FIELDS = frozenset(Event._fields)

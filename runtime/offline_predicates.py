@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
-from cpl.names import did_you_mean
-from cpl.predicates import DEFAULT, Registry
+from cpl.lang import did_you_mean, DEFAULT, Registry
 
 from .usage import UsageError
 

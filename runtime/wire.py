@@ -11,7 +11,7 @@ trace), ``kind``/``id``/``path`` its key (``"m"`` and a send statement's id or
 ``"c"`` and a decision's id, and the loop iterations), ``values`` what the
 receive assigns, ``label`` and ``outcome`` (control messages) what the trace
 shows, and ``metadata`` the sender's monitor metadata as
-:class:`cpl.metadata.Metadata` encodes it.
+:class:`cpl.monitor.metadata.Metadata` encodes it.
 
 A receiver checks everything before the Runner sees a frame
 (:class:`Inbound`): the size, the layout and types, the version and run, a
@@ -29,9 +29,9 @@ import collections
 import msgpack
 
 from choreo import model
-from cpl.metadata import Metadata, MetadataError
-from cpl.tracecodec import value_problem
-from cpl.values import UNSET
+from cpl.monitor import Metadata, MetadataError
+from cpl.trace import value_problem
+from cpl.lang import UNSET
 
 VERSION = 1
 MAX_FRAME = 1 << 20  # bytes; also the receiving socket's ZMQ_MAXMSGSIZE

@@ -15,7 +15,7 @@ import random
 
 from hypothesis import strategies as st
 
-from cpl.msc import Event, Trace
+from cpl.trace import Event, Trace
 
 LIFELINE_POOL = ("A", "B", "C", "D", "E", "F")
 VARIABLES = ("x", "y", "z")  # z is set rarely, so "unset" is common

@@ -27,7 +27,8 @@ import zmq
 from choreo import load_one
 from choreo.machine import calls
 from choreo.plan import prepare
-from cpl import offline, reference
+from cpl.monitor import offline
+from cpl.semantics import reference
 from runtime.connection import Connection, Keys, KeyRing, authenticator, secure_client, \
     secure_server
 from runtime.wire import encode

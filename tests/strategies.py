@@ -25,9 +25,7 @@ from typing import Sequence
 
 from hypothesis import strategies as st
 
-from cpl import ast
-from cpl.predicates import DEFAULT, Registry
-from cpl.printer import to_text
+from cpl.lang import ast, DEFAULT, Registry, to_text
 
 KEYWORDS = frozenset({"S", "Y", "P", "O", "H", "true", "false", "null",
                       "and", "or", "not", "since", "Seen"})

@@ -17,8 +17,7 @@ from cpl.anomalies.detectors import (
     Cascade, LostUpdate, Phantom, Reordering, Residue, Stale, cascade_residue, flat_projection)
 from cpl.anomalies.extract import DETECTORS, detect, detect_history, extract
 from cpl.anomalies.records import OpRecord, history_from_json, history_to_json
-from cpl.msc import Event, Trace
-from cpl.tracefile import load_trace
+from cpl.trace import Event, Trace, load_trace
 from test_anomaly_guards import SCENARIOS, s1, s5, s6, s7, s10
 
 FIRES = {  # scenario → (detector, witnesses) on the unguarded run

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cpl.offline import evaluate_trace
-from cpl.reference import evaluate_all
-from cpl.tracefile import dump_trace, load_trace
+from cpl.monitor.offline import evaluate_trace
+from cpl.semantics.reference import evaluate_all
+from cpl.trace import dump_trace, load_trace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 

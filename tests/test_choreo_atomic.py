@@ -23,7 +23,7 @@ from choreo.show import show
 from choreo.simulate import Simulator, simulate
 from choreo.status import DEADLOCK, OK
 from choreo_util import cpl, marked, write
-from cpl.tracefile import load_trace
+from cpl.trace import load_trace
 from runtime_util import check_messages, check_semantics, run_cpl
 
 SEEDS = range(300)

@@ -14,8 +14,8 @@ import pytest
 import choreo
 from choreo import Choreography
 from choreo.simulate import simulate
-from cpl.reference import recheck
-from cpl.tracefile import dumps_trace, loads_trace
+from cpl.semantics.reference import recheck
+from cpl.trace.files import dumps_trace, loads_trace
 
 NAMES = ["A", "B", "C", "D"]
 

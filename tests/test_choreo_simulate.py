@@ -11,8 +11,9 @@ from choreo import Choreography, ChoreographyError
 from choreo.inputs import parse_args
 from choreo.simulate import Simulator, simulate
 from choreo_util import cpl, marked, write
-from cpl.reference import recheck
-from cpl.tracefile import dumps_trace, load_trace, loads_trace
+from cpl.semantics.reference import recheck
+from cpl.trace.files import dumps_trace, loads_trace
+from cpl.trace import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 

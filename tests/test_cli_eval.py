@@ -87,7 +87,7 @@ def test_not_json_exits_1(tmp_path):
 
 
 def test_msgpack_trace_is_read(tmp_path):
-    from cpl.tracefile import dump_trace, load_trace
+    from cpl.trace import dump_trace, load_trace
     dump_trace(load_trace(FIG2), tmp_path / "t.msgpack")
     result = cpl("eval", str(tmp_path / "t.msgpack"), GUARD, "--format", "jsonl")
     assert result.returncode == 0 and result.stdout == cpl("eval", FIG2, GUARD, "--format",

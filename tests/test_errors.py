@@ -6,12 +6,11 @@ offending text, and sometimes a hint.
 """
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import cpl
 from cpl import GuardError, parse
-from cpl.parser import MAX_DEPTH
+from cpl.lang.parser import MAX_DEPTH
 from strategies import guard_texts, mutated
 
 GOLDEN = [

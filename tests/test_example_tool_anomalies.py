@@ -18,7 +18,7 @@ import pytest
 
 from choreo_util import cpl
 from cpl.anomalies import detect
-from cpl.tracefile import load_trace
+from cpl.trace import load_trace
 from runtime_util import EXAMPLES, check_semantics, run_cpl
 
 ANOMALIES = EXAMPLES / "anomalies"

@@ -18,7 +18,7 @@ from choreo.explore import schedule_of
 from choreo.simulate import Simulator
 from choreo_util import cpl
 from cpl.anomalies import detect, guards
-from cpl.tracefile import load_trace
+from cpl.trace import load_trace
 from runtime_util import EXAMPLES, check_semantics, run_cpl
 
 EXAMPLE = str(EXAMPLES / "anomalies" / "tool_reordering.py")

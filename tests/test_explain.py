@@ -8,11 +8,10 @@ import attrs
 from hypothesis import assume, given, settings, strategies as st
 
 from cpl import check
-from cpl.explain import MAX_STEPS, explain
-from cpl.msc import Event, Trace
-from cpl.printer import to_text
-from cpl.reference import Evaluator
-from cpl.tracefile import load_trace
+from cpl.semantics.explain import MAX_STEPS
+from cpl.semantics import explain, Evaluator
+from cpl.trace import Event, Trace, load_trace
+from cpl.lang import to_text
 from choreo_util import cpl
 from msc_gen import SYMBOLS, VARIABLES, mscs
 from strategies import formulas

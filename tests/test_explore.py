@@ -25,7 +25,7 @@ from choreo.plan import prepare
 from choreo.simulate import SCHEDULES, Simulator
 from choreo_util import cpl, write
 from cpl.anomalies import detect
-from cpl.tracefile import load_trace
+from cpl.trace import load_trace
 from runtime import cli_explore
 
 ROOT = Path(__file__).resolve().parent.parent

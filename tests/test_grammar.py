@@ -1,15 +1,13 @@
 """The textual syntax: each construct, precedence, names, literals, AST values."""
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import cpl
-from cpl import ast, parse, to_text
-from cpl.ast import (
-    At, Bool, Compare, Const, Hist, Implies, Not, Once, Or, And, Past, Pred, Prev, Remote, Seen,
-    Since, Span, Truth, Var,
-)
+from cpl.lang import ast
+from cpl import parse, to_text
+from cpl.lang.ast import (At, Bool, Compare, Const, Hist, Implies, Not, Once, Or, And, Past,
+    Pred, Prev, Remote, Seen, Since, Span, Truth, Var)
 from strategies import KEYWORDS, formulas, identifiers
 
 

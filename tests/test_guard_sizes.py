@@ -12,9 +12,10 @@ import time
 import pytest
 
 import cpl
-from cpl import Schema, ast, parse
-from cpl.compile import OwnedFormula, compile_guards
-from cpl.desugar import desugar, resugar
+from cpl import Schema, parse
+from cpl.lang import ast, desugar
+from cpl.monitor import OwnedFormula, compile_guards
+from cpl.lang.desugar import resugar
 
 THREE = Schema(lifelines=("A", "B", "C"))
 LIMIT_SECONDS = 5

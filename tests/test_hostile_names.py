@@ -11,11 +11,12 @@ import traceback
 
 import pytest
 
-from cpl import ast, check, desugar, offline, reference
-from cpl.compile import OwnedFormula, compile_guards
+from cpl.lang import ast, desugar, Registry
+from cpl import check
+from cpl.monitor import offline, OwnedFormula, compile_guards
+from cpl.semantics import reference
 from cpl.errors import EvaluationError
-from cpl.predicates import Registry
-from cpl.tracefile import loads_trace
+from cpl.trace.files import loads_trace
 
 CANARY_HIT = False  # set by injected code, if any ever ran
 

@@ -5,12 +5,11 @@ from __future__ import annotations
 import pytest
 
 import cpl
-from cpl.compile import OwnedFormula, compile_guards
-from cpl.metadata import Metadata, MetadataError
-from cpl.monitor import Monitor
-from cpl.offline import evaluate_trace
-from cpl.tracefile import load_trace, parse_trace
-from cpl.values import UNSET
+from cpl.monitor import OwnedFormula, compile_guards, Metadata, MetadataError, Monitor
+from cpl.monitor.offline import evaluate_trace
+from cpl.trace import load_trace
+from cpl.trace.files import parse_trace
+from cpl.lang import UNSET
 
 LIFELINES = ("Orchestrator", "TestRunner", "Security", "Committer")
 SCHEMA = cpl.Schema(lifelines=LIFELINES, variables=frozenset({"status", "candidate", "x"}))

@@ -17,13 +17,12 @@ from __future__ import annotations
 import functools
 import os
 
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
-from cpl import ast, desugar, to_text
-from cpl.compile import OwnedFormula, compile_guards
-from cpl.offline import replay
-from cpl.reference import Evaluator
+from cpl.lang import ast, desugar
+from cpl import to_text
+from cpl.monitor import OwnedFormula, compile_guards, replay
+from cpl.semantics import Evaluator
 from msc_gen import SYMBOLS, VALUES, VARIABLES, mscs, mscs_with_unread, relinearise
 from strategies import formulas
 

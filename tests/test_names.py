@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given
 
 import cpl
-from cpl import ResolveError, Schema, desugar, exports, parse, resolve, to_text
-from cpl.ast import (
-    At, Bool, Compare, Const, Not, Or, Pred, Prev, Remote, Since, Symbol, Truth, Var,
-)
-from cpl.desugar import subformulas
+from cpl import ResolveError, Schema, exports, parse, resolve, to_text
+from cpl.lang import desugar
+from cpl.lang.ast import (At, Bool, Compare, Const, Not, Or, Pred, Prev, Remote, Since,
+    Symbol, Truth, Var)
+from cpl.lang.desugar import subformulas
 from strategies import LIFELINES, VARIABLES, formulas
 
 SCHEMA = Schema(lifelines=("TestRunner", "Security", "Committer"),
@@ -42,7 +42,7 @@ def test_declared_variable_is_a_var_and_undeclared_name_is_a_symbol():
 
 
 def _registry_with_f():
-    registry = cpl.predicates.DEFAULT.child()
+    registry = cpl.lang.predicates.DEFAULT.child()
     registry.register("f", lambda a, b: True)
     return registry
 
@@ -164,7 +164,7 @@ def test_predicate_arity_errors(text, message):
 
 
 def test_predicates_come_from_the_schema_registry():
-    registry = cpl.predicates.DEFAULT.child()
+    registry = cpl.lang.predicates.DEFAULT.child()
     registry.register("urgent", lambda priority: priority == "high")
     schema = Schema(predicates=registry)
     assert resolved("urgent(p)", schema) == Pred("urgent", (Var("p"),))

@@ -3,12 +3,12 @@
 import math
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 import cpl
-from cpl.predicates import DEFAULT, Predicate, Registry, predicate
-from cpl.values import COMPARE, equal, is_number
+from cpl.lang import DEFAULT, Registry, predicate, COMPARE, is_number
+from cpl.lang.predicates import Predicate
+from cpl.lang.values import equal
 
 BUILTINS = {"member": 2, "startswith": 2, "endswith": 2, "contains": 2, "between": 3, "defined": 1}
 

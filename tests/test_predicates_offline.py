@@ -16,9 +16,10 @@ import pytest
 
 import cpl
 from cpl.errors import TraceError
-from cpl.msc import Event, Trace
-from cpl.names import Schema, one_edit_apart, symbol_warnings
-from cpl.tracefile import dumps_trace, load_trace, loads_trace
+from cpl.trace import Event, Trace, load_trace
+from cpl.lang import Schema
+from cpl.lang.names import one_edit_apart, symbol_warnings
+from cpl.trace.files import dumps_trace, loads_trace
 from runtime.offline_predicates import load_predicates
 from runtime.usage import UsageError
 

@@ -8,9 +8,11 @@ import pytest
 
 import cpl
 from cpl.errors import EvaluationError
-from cpl.predicates import DEFAULT
-from cpl.reference import Evaluator, evaluate, evaluate_all, recheck
-from cpl.tracefile import load_trace, parse_trace
+from cpl.lang import DEFAULT
+from cpl.semantics import Evaluator
+from cpl.semantics.reference import evaluate, evaluate_all, recheck
+from cpl.trace import load_trace
+from cpl.trace.files import parse_trace
 
 FIG2 = Path(__file__).resolve().parents[1] / "examples" / "traces" / "fig2.json"
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from hypothesis import given
 
-from cpl import ast, parse
-from cpl.names import did_you_mean
-from cpl.references import Reference, named_lifelines, references
+from cpl.lang import ast, did_you_mean, named_lifelines, references
+from cpl import parse
+from cpl.lang.mentions import Reference
 from strategies import LIFELINES, VARIABLES, formulas
 
 

@@ -18,7 +18,7 @@ import pytest
 import choreo
 from choreo.simulate import Simulator
 from choreo_util import cpl, write
-from cpl.tracefile import load_trace
+from cpl.trace import load_trace
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 

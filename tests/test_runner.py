@@ -17,7 +17,7 @@ import sys
 import pytest
 
 import cpl
-from cpl.clocks import Clocks
+from cpl.trace import Clocks
 from choreo import Choreography
 from choreo.machine import Runner
 from choreo.plan import prepare

@@ -4,8 +4,8 @@ Each test runs the installed ``cpl`` as a subprocess: one supervisor and one
 ``cpl lifeline NAME --stdin`` process per lifeline over ZeroMQ on 127.0.0.1.
 The trace it writes is then judged by what the run cannot influence: every
 recorded decision is recomputed by the reference semantics
-(``cpl.reference.recheck``) and by the online monitor replaying the recorded
-trace (``cpl.offline.evaluate_trace``); every receive has its send and the
+(``cpl.semantics.reference.recheck``) and by the online monitor replaying the recorded
+trace (``cpl.monitor.offline.evaluate_trace``); every receive has its send and the
 sends without one are exactly ``meta.in_transit``; the results the processes
 report are the stores the trace's updates lead to.  Deaths (``kill -9`` of a
 lifeline or of the supervisor), Ctrl-C and ``--timeout`` must end the run
@@ -21,7 +21,7 @@ import time
 import pytest
 
 from choreo_util import write
-from cpl.tracefile import load_trace
+from cpl.trace import load_trace
 from runtime_util import (EXAMPLES, Cpl, check_messages, check_results, check_semantics,
                           events_per_lifeline, lifeline_processes, run_cpl, tagged, wait_until)
 

@@ -21,8 +21,7 @@ from pathlib import Path
 
 import msgpack
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
+from hypothesis import given, strategies as st
 
 from runtime.connection import Keys
 from runtime.lifeline import REFUSALS_SHOWN
@@ -324,7 +323,7 @@ def _inbound(tmp_path=None):
 
 
 def test_a_clock_claiming_more_of_my_events_than_i_took_is_refused_when_i_am_carried():
-    from cpl.metadata import Metadata
+    from cpl.monitor import Metadata
     from runtime.wire import FrameRejected, Inbound
     plan, expects, messages = _prepared()
     inbound = Inbound("run", "B", plan.lifelines, expects, ("A", "B"))  # as if a guard read B

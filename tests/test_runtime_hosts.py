@@ -14,8 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from cpl.reference import recheck
-from cpl.tracefile import load_trace
+from cpl.semantics.reference import recheck
+from cpl.trace import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
 CLI = [sys.executable, "-m", "runtime.cli"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 
-from cpl.tracefile import load_trace
+from cpl.trace import load_trace
 from runtime_util import (Cpl, check_messages, check_results, check_semantics,
                           events_per_lifeline, lifeline_processes, listening, tagged, wait_until)
 

@@ -8,8 +8,8 @@ import msgpack
 import pytest
 
 from cpl.errors import TraceError
-from cpl.msc import Event, Trace
-from cpl.tracefile import dump_trace, dumps_trace, load_trace, loads_trace, parse_trace
+from cpl.trace import Event, Trace, dump_trace, load_trace
+from cpl.trace.files import dumps_trace, loads_trace, parse_trace
 
 FIG2 = Path(__file__).resolve().parents[1] / "examples" / "traces" / "fig2.json"
 

@@ -14,11 +14,10 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from cpl import tracestream
+from cpl.trace import stream as tracestream, Event, Trace, dump_trace, load_trace, TraceWriter
 from cpl.errors import TraceError
-from cpl.msc import Event, Trace
-from cpl.tracefile import dump_trace, dumps_trace, load_trace, loads_trace, parse_trace
-from cpl.tracestream import TraceWarning, TraceWriter
+from cpl.trace.files import dumps_trace, loads_trace, parse_trace
+from cpl.trace.stream import TraceWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 FIG2 = ROOT / "examples" / "traces" / "fig2.json"
@@ -159,7 +158,7 @@ WRITE_RUN = """
 import resource, sys
 sys.path.insert(0, {tests!r})
 from test_tracestream import _events
-from cpl.tracestream import TraceWriter
+from cpl.trace.stream import TraceWriter
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 for name in sys.argv[1:]:

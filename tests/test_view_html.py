@@ -29,11 +29,9 @@ import pytest
 from choreo import load_one
 from choreo.plan import prepare
 from choreo.simulate import Simulator
-from cpl.explain import explain
-from cpl.msc import Event, Trace
-from cpl.tracefile import load_trace
-from cpl.view import html as viewer
-from cpl.view import layout, render
+from cpl.semantics import explain
+from cpl.trace import Event, Trace, load_trace
+from cpl.view import html as viewer, layout, render
 
 pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
 

@@ -17,8 +17,7 @@ import pytest
 from choreo import load_one
 from choreo.plan import prepare
 from choreo.simulate import Simulator
-from cpl.msc import Event, Trace
-from cpl.tracefile import load_trace
+from cpl.trace import Event, Trace, load_trace
 from cpl.view import format_of, layout, render
 from cpl.view.dot import FALSE, GREY, TRUE
 from cpl.view.shiviz import PARSER, host_names, shiviz_log

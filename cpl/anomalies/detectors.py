@@ -19,7 +19,7 @@ from typing import Mapping, Sequence
 
 import attrs
 
-from cpl.values import is_number
+from ..lang import is_number
 
 from .records import OpRecord
 

@@ -119,8 +119,8 @@ class _Commit:
 
 
 def extract(trace) -> History:
-    """The operation records of a ``cpl.msc.Trace`` (or a stream read by
-    ``cpl.tracefile.open_trace``, read once) under the convention above."""
+    """The operation records of a ``cpl.trace.msc.Trace`` (or a stream read by
+    ``cpl.trace.files.open_trace``, read once) under the convention above."""
     stores: dict[str, dict] = {name: dict(values) for name, values in trace.init.items()}
     tools: dict[str, set] = {name: _has(values) for name, values in stores.items()}
     phases: dict[tuple[str, str], _Phase] = {}

@@ -20,7 +20,7 @@ are data that become parts of variable names: cells, tools, agents and
 operations must be made of letters, digits and ``_``, lifelines must be
 identifiers, and a family whose names would collide is refused (``ValueError``).
 Names also appear as string constants (``req_agent == "a1"``): those are printed
-by ``cpl.printer.literal_text``, never pasted.  Declare every variable a family
+by ``cpl.lang.printer.literal_text``, never pasted.  Declare every variable a family
 mentions (choreography declarations or a trace's ``vars``): an undeclared one
 silently becomes a symbol, a constant string.
 """
@@ -31,10 +31,7 @@ import re
 
 import attrs
 
-from cpl import ast
-from cpl.check import check
-from cpl.parser import KEYWORDS
-from cpl.printer import literal_text
+from ..lang import ast, check, KEYWORDS, literal_text
 
 OWNER = "P-owner exact"
 STABLE = "P-stable exact"

@@ -18,7 +18,7 @@ from typing import Mapping
 
 import attrs
 
-from cpl.tracecodec import value_problem
+from ..trace import value_problem
 
 MAX_ITEMS = 10_000  # cells of a read or write set, tools of a snapshot, entries of io/co, preds
 MAX_NAME = 200  # characters of an agent, cell or tool name

@@ -6,7 +6,7 @@ so a recorded, hand-written or failed run draws the same way.
 
 from __future__ import annotations
 
-from ..msc import Trace
+from ..trace import Trace
 from .layout import MAX_ROWS, layout
 
 FORMATS = ("svg", "png", "pdf", "dot", "html", "shiviz")

@@ -25,8 +25,8 @@ import re
 from importlib import resources
 from typing import Mapping
 
-from ..explain import Explainer
-from ..msc import Trace
+from ..semantics import Explainer
+from ..trace import Trace
 from .layout import Layout
 
 MAX_EXPLAINED = 500  # choices explained in advance, at most

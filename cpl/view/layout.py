@@ -15,8 +15,8 @@ from typing import Mapping
 
 import attrs
 
-from ..msc import Trace
-from ..reference import Evaluator
+from ..trace import Trace
+from ..semantics import Evaluator
 
 MAX_ROWS = 150  # past this the picture folds acts, then shows a window (about 5,000 px tall)
 

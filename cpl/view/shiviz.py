@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import re
 
-from ..msc import Trace
-from ..reference import vector_clocks
+from ..trace import Trace
+from ..semantics import vector_clocks
 
 PARSER = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})"
 

@@ -81,7 +81,7 @@ guarded, the abort cascades to j1 and the e-mail is held::
     Store.18  Store  cascade to j1?: recorded true, computed true  agrees
     Executor.10  Executor  send e-mail?: recorded false, computed false  agrees
     4 decisions re-checked: all agree
-    $ python -c "from cpl.anomalies import detect; from cpl.tracefile import load_trace; print([detect(load_trace(f))['causal_cascade'] for f in ('u4.json', 'g4.json')])"
+    $ python -c "from cpl.anomalies import detect; from cpl.trace.files import load_trace; print([detect(load_trace(f))['causal_cascade'] for f in ('u4.json', 'g4.json')])"
     [[Cascade(j=2, p=1)], []]
 
 (With seed 0 the retraction comes first: the guarded Store rejects j1 at

@@ -39,7 +39,7 @@ Try it:
     cpl run examples/anomalies/lost_update.py --name unguarded --sim --seed 8 --trace u8.json
     cpl run examples/anomalies/lost_update.py --name guarded --sim --seed 8 --trace g8.json
     cpl eval g8.json
-    python -c "import cpl.anomalies as a, cpl.tracefile as t; print(a.detect(t.load_trace('u8.json'))['lost_update'])"
+    python -c "import cpl.anomalies as a, cpl.trace.files as t; print(a.detect(t.load_trace('u8.json'))['lost_update'])"
     cpl explore examples/anomalies/lost_update.py --name unguarded --runs 200
     cpl explore examples/anomalies/lost_update.py --name guarded --runs 200
 

@@ -65,7 +65,7 @@ the guarded one rejects it, and the Agent re-plans t2::
     Registry: has_t1 = false, sig_t1 = "s1", reg_ver = 1
     $ cpl eval g1.json | tail -n 1
     6 decisions re-checked: all agree
-    $ python -c "from cpl.anomalies import detect; from cpl.tracefile import load_trace; print([detect(load_trace(f))['phantom_tool'] for f in ('u1.json', 'g1.json')])"
+    $ python -c "from cpl.anomalies import detect; from cpl.trace.files import load_trace; print([detect(load_trace(f))['phantom_tool'] for f in ('u1.json', 'g1.json')])"
     [[Phantom(i=1, tool='t1')], []]
 
 Over 200 runs (``cpl explore``, mixed schedules) the unguarded twin dispatches

@@ -41,7 +41,7 @@ Try it:
     cpl run examples/anomalies/stale_generation.py --name unguarded --sim --seed 8 --trace u8.json
     cpl run examples/anomalies/stale_generation.py --name guarded --sim --seed 8 --trace g8.json
     cpl eval g8.json
-    python -c "import cpl.anomalies as a, cpl.tracefile as t; print(a.detect(t.load_trace('u8.json'))['stale_generation'])"
+    python -c "import cpl.anomalies as a, cpl.trace.files as t; print(a.detect(t.load_trace('u8.json'))['stale_generation'])"
     cpl explore examples/anomalies/stale_generation.py --name unguarded --runs 200
     cpl explore examples/anomalies/stale_generation.py --name guarded --runs 200
 

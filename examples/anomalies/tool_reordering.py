@@ -49,7 +49,7 @@ traffic on a database that did not exist::
     T1: tries = 1, aborts = 0
     T2: tries = 1, aborts = 0
     T3: tries = 1, aborts = 0
-    $ python -c "from cpl.anomalies import detect; from cpl.tracefile import load_trace
+    $ python -c "from cpl.anomalies import detect; from cpl.trace.files import load_trace
     print(detect(load_trace('reorder.json'))['tool_effect_reordering'])"
     [Reordering(i=1)]
     $ cpl eval reorder.json | tail -n 1

@@ -1,7 +1,7 @@
 """What an MSC is: lifelines, their events in a linear extension, and messages.
 
 A ``Trace`` is the in-memory form of a ``cpl-msc/1`` document (see
-``cpl.tracefile`` for reading, validating and writing it).  It is a frozen
+``cpl.trace.files`` for reading, validating and writing it).  It is a frozen
 value; derived structure (local order, message matching, valuations) is
 computed once on demand.  The causal order itself is *not* computed here:
 each evaluator derives it its own way (the reference evaluator by graph
@@ -23,7 +23,7 @@ from typing import Mapping
 
 import attrs
 
-from .names import Schema
+from ..lang import Schema
 
 KINDS = ("act", "send", "recv", "choice")
 _EMPTY: Mapping = MappingProxyType({})

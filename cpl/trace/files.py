@@ -5,8 +5,8 @@ Every reader takes all three forms: ``.jsonl`` by its suffix, msgpack by
 header object followed by more lines is a stream; else a JSON document,
 falling back to msgpack).  Decoding rejects what is not a JSON or msgpack
 object (and a JSON object with a duplicate key); whether the document is a
-valid trace is ``cpl.tracecheck``'s question.  Writing goes through
-``cpl.tracestream.TraceWriter`` only.
+valid trace is ``cpl.trace.checker``'s question.  Writing goes through
+``cpl.trace.stream.TraceWriter`` only.
 """
 
 from __future__ import annotations
@@ -16,12 +16,12 @@ from pathlib import Path
 
 import msgpack
 
-from .collector import collector_paused
-from .errors import TraceError
+from ..collector import collector_paused
+from ..errors import TraceError
 from .msc import Trace
-from .tracecheck import FORMAT, parse_trace
-from .tracecodec import DuplicateKey, decode_json, decode_problem, json_error, unpack
-from .tracestream import MAX_LINE, JsonLines, TraceWriter, form_of
+from .checker import FORMAT, parse_trace
+from .codec import DuplicateKey, decode_json, decode_problem, json_error, unpack
+from .stream import MAX_LINE, JsonLines, TraceWriter, form_of
 
 __all__ = ["FORMAT", "TraceError", "load_trace", "loads_trace", "parse_trace", "dump_trace",
            "dumps_trace", "open_trace", "TraceWriter"]

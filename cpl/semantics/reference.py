@@ -2,7 +2,7 @@
 
 This is the oracle the online monitor is tested against, so it shares none of
 the monitor's ideas: sugar (``P``, ``O``, ``H``, ``Seen``, ``->``) is read as
-its own definition, not via ``cpl.desugar``; every quantifier ranges over the
+its own definition, not via ``cpl.lang.desugar``; every quantifier ranges over the
 events the definition names; nothing is carried from one event to the next
 except memoised values of (subformula, event).
 
@@ -36,11 +36,9 @@ from __future__ import annotations
 from array import array
 from typing import Iterable, Iterator
 
-from . import ast
-from .errors import EvaluationError
-from .msc import Event, Trace
-from .predicates import DEFAULT, Registry
-from .values import COMPARE
+from ..lang import ast, DEFAULT, Registry, COMPARE
+from ..errors import EvaluationError
+from ..trace import Event, Trace
 
 
 class _Undefined:
@@ -249,7 +247,7 @@ def recheck(trace: Trace, predicates: Registry | None = None,
 
     A complete trace's recorded outcomes must equal the computed values (trace.md).
     """
-    from .check import check  # local: check imports the parser, not needed for evaluation
+    from ..lang import check  # local: check imports the parser, not needed for evaluation
 
     evaluator = Evaluator(trace, predicates)
     schema = trace.schema(predicates)

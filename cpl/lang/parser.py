@@ -13,7 +13,7 @@ from lark import Transformer, v_args
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
 
 from . import ast
-from .errors import GuardError
+from ..errors import GuardError
 
 # The words of the grammar that cannot name a variable or a lifeline (cpl.md,
 # Syntax): the one list, also used to check choreography declarations.

@@ -13,7 +13,7 @@ import math
 
 import msgpack
 
-from .errors import TraceError
+from ..errors import TraceError
 
 FORMAT = "cpl-msc/1"
 # Lists and objects inside one value: deeper than this is not data a run records, and every

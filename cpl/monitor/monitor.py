@@ -25,7 +25,7 @@ has seen: a guard at C may learn of an A-event only through it.  Entries of
 lifelines left out are exactly those no guard can read, so leaving them out
 changes no value (the property tests check it against the unpruned monitor,
 which carries every lifeline).  The trace's full vector clocks are the
-recorder's business (``cpl.clocks``), not the monitor's.
+recorder's business (``cpl.trace.clocks``), not the monitor's.
 
 Entries for B mean something only while vc[B] > 0; before that they are 0 /
 UNSET, which Algorithm 2 reads as "no B-event visible".  The steps are

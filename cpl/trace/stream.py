@@ -9,7 +9,7 @@ target, because the document's array header needs their count, and
 assembles the document at close.  Memory stays one batch of lines whatever
 the run's length.
 
-``JsonLines`` reads a stream one line at a time through ``cpl.tracecheck.Checker``,
+``JsonLines`` reads a stream one line at a time through ``cpl.trace.checker.Checker``,
 so its memory is the checker's state (ids, messages), not the events.
 """
 
@@ -26,10 +26,10 @@ from typing import Callable, Iterator
 
 import msgpack
 
-from .errors import TraceError
+from ..errors import TraceError
 from .msc import Event
-from .tracecheck import Checker
-from .tracecodec import FORMAT, decode_json, encode_json, json_error, value_problem
+from .checker import Checker
+from .codec import FORMAT, decode_json, encode_json, json_error, value_problem
 
 JSONL_SUFFIXES = (".jsonl",)
 MSGPACK_SUFFIXES = (".msgpack", ".mpk")
@@ -278,7 +278,7 @@ class JsonLines:
     def schema(self, predicates=None):
         """What a guard on this trace may name.  Without declared ``vars`` the variables are
         whatever the events assign, so that takes a first pass over the whole stream."""
-        from .names import Schema
+        from ..lang import Schema
         names = self.vars
         if names is None:
             first = self.again()
@@ -297,7 +297,7 @@ class JsonLines:
 
     def trace(self):
         """Read every event into a whole ``Trace`` (for evaluators that need them all)."""
-        from .collector import collector_paused
+        from ..collector import collector_paused
         from .msc import Trace
         if self._lines is None:
             self.header()

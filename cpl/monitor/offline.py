@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from .check import check
-from .collector import collector_paused
+from ..lang import check
+from ..collector import collector_paused
 from .compile import OwnedFormula, compile_guards
 from .monitor import Monitor
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import attrs
 
 from . import ast
-from .errors import GuardError, ResolveError
+from ..errors import GuardError, ResolveError
 from .predicates import DEFAULT, Registry
 
 

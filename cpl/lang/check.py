@@ -11,7 +11,7 @@ from .desugar import desugar, exports, resugar, resugar_all, subformulas
 from .names import Schema, resolve, symbol_warnings
 from .parser import parse
 from .printer import to_text
-from .references import named_lifelines
+from .mentions import named_lifelines
 
 
 @attrs.frozen

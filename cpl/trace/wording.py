@@ -1,6 +1,6 @@
 """Wording a trace problem that names *another* event: the earlier duplicate, the later send.
 
-Split from ``cpl.tracecheck`` so the checker's fast path stays short: these
+Split from ``cpl.trace.checker`` so the checker's fast path stays short: these
 run only once a problem is found, and ask the checker's ``scan`` for the raw
 events again (the checker keeps no index per event).
 """
@@ -41,7 +41,7 @@ def first(checker, before: int, **fields) -> tuple[int | None, object]:
 
 def receive_problem(checker, index: int, event, found):
     """What is wrong with a receive (``found``: its send, if in transit), as a ``TraceError``."""
-    from .names import did_you_mean
+    from ..lang import did_you_mean
 
     msg, where = event.msg, head(index, event.id, event.lifeline)
     if found is None and checker.messages.fresh(msg):

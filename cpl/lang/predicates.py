@@ -7,7 +7,7 @@ workflow because a variable held something unexpected.
 
 Register your own with the decorator::
 
-    from cpl.predicates import predicate
+    from cpl.lang.predicates import predicate
 
     @predicate("is_urgent")
     def is_urgent(priority) -> bool:

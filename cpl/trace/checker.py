@@ -11,7 +11,7 @@ order: a guard value computed from a broken MSC would be meaningless, so
 nothing is evaluated from it.  Messages name the event (``#index`` in the
 ``events`` list, 0-based, and its id) and say what to do.  Wording a problem
 about *another* event (the earlier duplicate, the later send) asks ``scan``
-for the raw events again (``cpl.tracewording``), so the fast path keeps no
+for the raw events again (``cpl.trace.wording``), so the fast path keeps no
 index per event.
 """
 
@@ -21,13 +21,12 @@ import math
 import re
 from types import MappingProxyType
 
-from .errors import TraceError
-from .names import did_you_mean
+from ..errors import TraceError
+from ..lang import did_you_mean, KEYWORDS
 from .issued import Issued
 from .msc import KINDS, Event, Trace
-from .parser import KEYWORDS
-from .tracecodec import FORMAT, value_problem
-from .tracewording import first as _first, head as _head, receive_problem, shown
+from .codec import FORMAT, value_problem
+from .wording import first as _first, head as _head, receive_problem, shown
 
 _TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init", "events", "meta")
 _HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init")

@@ -27,12 +27,9 @@ from typing import Iterable
 
 import attrs
 
-from . import ast
+from ..lang import ast, Exports, exports, DEFAULT, Registry, references
 from .codegen import generate_monitor
-from .desugar import Exports, exports
 from .metadata import Shape
-from .predicates import DEFAULT, Registry
-from .references import references
 
 
 @attrs.frozen
@@ -84,7 +81,7 @@ class Program:
 
 def compile_guards(guards: Iterable[OwnedFormula], lifelines: Iterable[str], *, prune: bool = True,
                    predicates: Registry = DEFAULT) -> Program:
-    """Compile primitive guards (see ``cpl.desugar``) for the given lifelines.
+    """Compile primitive guards (see ``cpl.lang.desugar``) for the given lifelines.
 
     ``prune=False`` makes every lifeline evaluate and ship every subformula
     and variable, and carries every lifeline: the unpruned monitor the property

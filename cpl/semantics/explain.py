@@ -16,11 +16,8 @@ from typing import Mapping
 
 import attrs
 
-from . import ast
-from .check import check
-from .msc import Trace
-from .predicates import Registry
-from .printer import literal_text, term_text, to_text
+from ..lang import ast, check, Registry, literal_text, term_text, to_text
+from ..trace import Trace
 from .reference import UNDEFINED, Evaluator
 
 MAX_STEPS = 400  # steps shown in full; later ones are cut with a note
@@ -179,7 +176,7 @@ class Explainer:
         try:
             index = trace.index_of(event_id)
         except KeyError:
-            from .names import did_you_mean
+            from ..lang import did_you_mean
             raise ExplainError(f"the trace has no event {event_id!r}"
                                f"{did_you_mean(event_id, [e.id for e in trace.events])}") from None
         event = trace.events[index]

@@ -15,7 +15,7 @@ from typing import NamedTuple
 import attrs
 import msgpack
 
-from .values import UNSET
+from ..lang import UNSET
 
 _UNSET_CODE = 1  # msgpack extension type for UNSET
 

@@ -39,10 +39,8 @@ import linecache
 import math
 import weakref
 
-from . import ast
-from .errors import EvaluationError
-from .printer import term_text, to_text
-from .values import COMPARE, UNSET
+from ..lang import ast, term_text, to_text, COMPARE, UNSET
+from ..errors import EvaluationError
 
 _modules = itertools.count(1)  # one linecache file name per generated module
 

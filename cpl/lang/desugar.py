@@ -13,8 +13,8 @@ from __future__ import annotations
 import attrs
 
 from . import ast
-from .errors import GuardError
-from .references import references
+from ..errors import GuardError
+from .mentions import references
 
 TRUE = ast.Bool(True)
 

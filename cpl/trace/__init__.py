@@ -1,0 +1,16 @@
+"""The ``cpl-msc/1`` trace: its model, its three forms, reading, checking and writing.
+
+:class:`Trace` and :class:`Event` are the model; :func:`load_trace` and
+:func:`open_trace` read any form (JSON, msgpack, ``.jsonl`` streamed) and
+check it; :class:`TraceWriter` is the only writer; :class:`Clocks` stamps
+vector clocks on recorded events.
+"""
+
+from .clocks import Clocks
+from .codec import encode_json, value_problem
+from .files import dump_trace, load_trace, open_trace
+from .msc import KINDS, Event, Trace
+from .stream import TraceWriter
+
+__all__ = ["Clocks", "Event", "KINDS", "Trace", "TraceWriter", "dump_trace", "encode_json",
+           "load_trace", "open_trace", "value_problem"]
