@@ -1,0 +1,124 @@
+"""The house's rules, checked on the source: which package may import which, no
+import cycle, no module over 400 lines, sub-package faces respected, and the
+architecture page naming only modules that exist."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("cpl", "choreo", "runtime")
+CPL_SUBPACKAGES = ("lang", "trace", "monitor", "semantics", "view", "anomalies")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+MODULES = {module_name(p): p for package in PACKAGES for p in (ROOT / package).rglob("*.py")}
+
+
+def imports(name: str) -> set[str]:
+    """Every module ``name`` imports anywhere in its body (lazy imports count: a cycle
+    hidden inside a function is still a cycle), resolved to modules of this repo."""
+    path = MODULES[name]
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            targets = [base if alias.name in bound(base) or f"{base}.{alias.name}" not in MODULES
+                       else f"{base}.{alias.name}" for alias in node.names]
+        else:
+            continue
+        found.update(target for target in targets if target in MODULES)
+    return found - {name}
+
+
+def bound(package: str) -> set[str]:
+    """The names a package's ``__init__`` binds itself: ``from cpl.lang import check``
+    takes the function its face exports, not the module of the same name."""
+    path = MODULES.get(package)
+    if path is None or path.name != "__init__.py":
+        return set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return {alias.asname or alias.name for node in tree.body
+            if isinstance(node, ast.ImportFrom) for alias in node.names}
+
+
+GRAPH = {name: imports(name) for name in MODULES}
+
+
+def test_the_packages_import_one_way():
+    wrong = [(a, b) for a, targets in GRAPH.items() for b in targets
+             if (a.startswith("cpl") and not b.startswith("cpl"))
+             or (a.startswith("choreo") and b.startswith("runtime"))]
+    assert wrong == []
+
+
+def test_there_is_no_import_cycle():
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    cycles = []
+
+    def visit(name: str, path: list[str]) -> None:
+        state[name] = 1
+        for target in sorted(GRAPH[name]):
+            if state.get(target) == 1:
+                cycles.append(path[path.index(target):] + [target])
+            elif target not in state:
+                visit(target, path + [target])
+        state[name] = 2
+
+    for name in sorted(GRAPH):
+        if name not in state:
+            visit(name, [name])
+    assert cycles == []
+
+
+def test_no_module_is_over_400_lines():
+    long = {name: n for name, path in MODULES.items()
+            if (n := len(path.read_text(encoding="utf-8").splitlines())) > 400}
+    assert long == {}
+
+
+def test_cpl_keeps_at_most_three_modules_outside_its_subpackages():
+    loose = sorted(p.name for p in (ROOT / "cpl").glob("*.py") if p.name != "__init__.py")
+    assert len(loose) <= 3, loose
+    assert sorted(p.name for p in (ROOT / "cpl").iterdir() if p.is_dir()
+                  and (p / "__init__.py").exists()) == sorted(CPL_SUBPACKAGES)
+
+
+def test_only_a_subpackage_reaches_into_its_own_modules():
+    """Outside ``cpl.X``, code imports ``cpl.X`` (its face), never ``cpl.X.module``."""
+    reached = []
+    for name, targets in GRAPH.items():
+        for target in targets:
+            parts = target.split(".")
+            if len(parts) > 2 and parts[0] == "cpl" and not name.startswith(".".join(parts[:2])):
+                reached.append((name, target))
+    assert reached == []
+
+
+def test_the_architecture_page_names_modules_that_exist():
+    text = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"`((?:cpl|choreo|runtime)(?:[./][A-Za-z_]+)+)(?:\.py)?/?`", text))
+    assert named, "the page names no module"
+    missing = sorted(n for n in named if n.replace("/", ".").removesuffix(".py") not in MODULES)
+    assert missing == []
+
+
+@pytest.mark.parametrize("face", [f"cpl.{sub}" for sub in CPL_SUBPACKAGES])
+def test_every_face_says_what_it_is(face):
+    import importlib
+    module = importlib.import_module(face)
+    assert module.__doc__ and module.__doc__.strip()
