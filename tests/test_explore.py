@@ -26,7 +26,7 @@ from choreo.simulate import SCHEDULES, Simulator
 from choreo_util import cpl, write
 from cpl.anomalies import detect
 from cpl.trace import load_trace
-from runtime import cli_explore
+from runtime.cli import explore as cli_explore
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = str(ROOT / "examples" / "code_review.py")

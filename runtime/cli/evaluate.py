@@ -15,7 +15,7 @@ import tempfile
 
 import cpl
 from cpl.errors import EvaluationError, TraceError
-from .offline_predicates import add_predicates_option, load_predicates
+from .predicates import add_predicates_option, load_predicates
 from .usage import EXIT_FAILED, EXIT_OK, UsageError
 
 

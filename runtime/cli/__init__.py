@@ -149,10 +149,10 @@ def build_parser() -> argparse.ArgumentParser:
                             "--monitor lifeline); the other lifelines' monitors show what they ship")
     check.set_defaults(run=cmd_check)
 
-    from .cli_eval import add_eval_command
-    from .cli_explore import add_explore_command
-    from .cli_run import add_run_commands
-    from .cli_view import add_view_commands
+    from .evaluate import add_eval_command
+    from .explore import add_explore_command
+    from .run import add_run_commands
+    from .view import add_view_commands
     add_eval_command(commands)
     _add_choreography_commands(commands)
     add_run_commands(commands)
@@ -190,6 +190,3 @@ def main(argv: list[str] | None = None) -> int:
               f"  this is a bug in cpl; CPL_DEBUG=1 shows the traceback", file=sys.stderr)
         return EXIT_FAILED
 
-
-if __name__ == "__main__":
-    sys.exit(main())

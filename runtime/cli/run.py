@@ -73,7 +73,7 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
                                             schedule=args.schedule or "random")
             meta, results = dict(result.trace.meta), result.results
         else:
-            from .supervisor import Supervisor
+            from ..supervisor import Supervisor
             listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
                 else ("127.0.0.1", None)
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
@@ -114,7 +114,7 @@ def _render_run(trace_path: str, out: str, form: str) -> int:
     """Draw the run's trace (failing runs too); 1 if the picture could not be made."""
     from cpl.trace import load_trace
     from cpl.view import render
-    from .cli_view import drawn, write_atomically
+    from .view import drawn, write_atomically
     try:
         trace = load_trace(trace_path)
         write_atomically(out, drawn(lambda: render(trace, form)))
@@ -153,8 +153,8 @@ def read_hosts(path: str, lifelines) -> tuple[str, dict[str, str]]:
 
 
 def cmd_lifeline(args) -> int:
-    from .connection import Connection
-    from .lifeline import main
+    from ..connection import Connection
+    from ..lifeline import main
 
     if args.stdin:
         connection = Connection.from_json(sys.stdin.readline(), "standard input")
@@ -184,7 +184,7 @@ def add_run_commands(commands) -> None:
     run.add_argument("--sim", action="store_true", help="simulate in one process")
     run.add_argument("--seed", type=int, default=0, metavar="N",
                      help="seed of the scheduler and of the actions' rng (default 0)")
-    from .cli_explore import SCHEDULES  # its copy: building the parser imports no simulator
+    from .explore import SCHEDULES  # its copy: building the parser imports no simulator
     run.add_argument("--schedule", choices=SCHEDULES[1:],  # all but explore's "mixed"
                      help="with --sim: how the scheduler picks the next event (default random; "
                      "cpl explore's report names each seed's schedule, to replay it)")

@@ -30,7 +30,7 @@ def _load(args):
 
 def _predicates(args, trace):
     """The registry the trace's guards need (its ``predicates`` field), from --predicates."""
-    from .offline_predicates import load_predicates
+    from .predicates import load_predicates
     needed = list(getattr(trace, "predicates", None) or ())
     return load_predicates(args.predicates, needed, args.trace)
 
@@ -113,7 +113,7 @@ def cmd_explain(args) -> int:
 
 def add_view_commands(commands) -> None:
     from cpl.view import FORMATS, MAX_ROWS
-    from .offline_predicates import add_predicates_option
+    from .predicates import add_predicates_option
 
     render = commands.add_parser(
         "render", help="draw the MSC of a trace (SVG, PNG, PDF, DOT, HTML or a ShiViz log)",
