@@ -19,7 +19,7 @@ lifeline a bash script and a ``pyenv`` lookup before Python starts).
 Where start-up goes (each a fresh process, medians, interleaved with the runs):
 
 * interpreter: ``python -c pass``;
-* imports of a lifeline process (``runtime.cli``, ``runtime.cli_run``,
+* imports of a lifeline process (``runtime.cli``, ``runtime.cli.run``,
   ``runtime.lifeline``: zmq, msgpack, choreo, cpl), wall time minus the
   interpreter's;
 * ``prepare(load_one(CHOREO))`` — import the choreography, validate, project,
@@ -48,7 +48,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "code_review.py"
 RING = Path(__file__).resolve().parent / "startup_ring.py"
 TIMEOUT = 300.0
-IMPORTS = "import runtime.cli, runtime.cli_run, runtime.connection, runtime.lifeline"
+IMPORTS = "import runtime.cli, runtime.cli.run, runtime.connection, runtime.lifeline"
 PREPARE = ("import sys, time; " + IMPORTS + "; from choreo import load_one; "
            "from choreo.plan import prepare; t = time.perf_counter(); "
            "prepare(load_one(sys.argv[1])); print(time.perf_counter() - t)")

@@ -2,7 +2,7 @@
 
 Run ``k`` is the simulator's run with seed ``seed + k`` under the schedule
 :func:`schedule_of` gives that seed: by default the four of
-:data:`choreo.simulate.SCHEDULES` in turn, so an anomaly that needs a
+:data:`choreo.schedules.SCHEDULES` in turn, so an anomaly that needs a
 particular interleaving shows up in many runs, not one in a thousand.  Each
 run's trace is recorded in memory, handed to the detectors, counted and dropped.
 
@@ -35,10 +35,10 @@ from typing import Callable, Iterable, Iterator, Mapping
 import attrs
 
 from .plan import Plan, prepare
-from .simulate import RANDOM, SCHEDULES, Simulator
+from .schedules import MIXED, RANDOM, SCHEDULES
+from .simulate import Simulator
 from .status import INTERRUPTED, OK
 
-MIXED = "mixed"  # the schedules in turn, by seed
 ERROR = "error"  # a run in which the simulator or a detector raised: a bug, counted
 COUNTERS = ("commits", "aborts", "retries")  # result variables summed as work done
 PARALLEL_FROM = 200  # runs from which workers=None uses every available core
@@ -278,7 +278,7 @@ def explore(plan: Plan, runs: int, *, seed: int = 0, values: dict | None = None,
     """``runs`` simulations of ``plan`` with seeds ``seed`` … ``seed + runs - 1``.
 
     ``values``/``args`` are the inputs as for :meth:`Simulator.run` (checked once, here);
-    ``schedule`` is "mixed" or one of :data:`choreo.simulate.SCHEDULES` for every run;
+    ``schedule`` is "mixed" or one of :data:`choreo.schedules.SCHEDULES` for every run;
     ``workers`` processes (None: every available core from :data:`PARALLEL_FROM` runs,
     else 1); ``progress(done, runs)`` is called as runs complete, in this process.
     ``start_method`` ("fork", "spawn", "forkserver") overrides how workers start: by

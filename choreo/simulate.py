@@ -42,10 +42,8 @@ import attrs
 from cpl.trace import Clocks, Event, Trace
 from .actions import Awaiter, DeadlinePassed, bounded
 from .plan import Plan, prepare
+from .schedules import RANDOM, SCHEDULES
 from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure
-
-RANDOM = "random"
-SCHEDULES = (RANDOM, "late", "lifo", "starve")  # how the scheduler picks the next event
 
 
 @attrs.frozen

@@ -19,14 +19,15 @@ from pathlib import Path
 import pytest
 
 from choreo import load_one
-from choreo.explore import COUNTERS, DEFAULT_MAX_STEPS, MIXED, PARALLEL_FROM, explore, \
+from choreo.explore import COUNTERS, DEFAULT_MAX_STEPS, PARALLEL_FROM, explore, \
     explore_file, schedule_of
 from choreo.plan import prepare
-from choreo.simulate import SCHEDULES, Simulator
+from choreo.schedules import MIXED, SCHEDULES
+from choreo.simulate import Simulator
 from choreo_util import cpl, write
 from cpl.anomalies import detect
 from cpl.trace import load_trace
-from runtime import cli_explore
+from runtime.cli import build_parser, explore as cli_explore
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = str(ROOT / "examples" / "code_review.py")
@@ -375,8 +376,19 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
+def test_cpl_offers_every_schedule_where_it_applies():
+    parser = build_parser()
+    for schedule in SCHEDULES:
+        assert parser.parse_args(["run", "c.py", "--schedule", schedule]).schedule == schedule
+        assert parser.parse_args(["explore", "c.py", "--runs", "1", "--schedule",
+                                  schedule]).schedule == schedule
+    assert parser.parse_args(["explore", "c.py", "--runs", "1"]).schedule == MIXED
+    assert parser.parse_args(["run", "c.py"]).schedule is None  # the simulator's default
+    with pytest.raises(SystemExit):  # explore's turn-taking, not one run's schedule
+        parser.parse_args(["run", "c.py", "--schedule", MIXED])
+
+
 def test_the_cli_repeats_the_library_constants():
-    assert cli_explore.SCHEDULES == (MIXED, *SCHEDULES)
     assert cli_explore.COUNTERS == COUNTERS
     assert (cli_explore.PARALLEL_FROM, cli_explore.DEFAULT_MAX_STEPS) == \
         (PARALLEL_FROM, DEFAULT_MAX_STEPS)

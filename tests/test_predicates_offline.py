@@ -20,8 +20,8 @@ from cpl.trace import Event, Trace, load_trace
 from cpl.lang import Schema
 from cpl.lang.names import one_edit_apart, symbol_warnings
 from cpl.trace.files import dumps_trace, loads_trace
-from runtime.offline_predicates import load_predicates
-from runtime.usage import UsageError
+from runtime.cli.predicates import load_predicates
+from runtime.cli.usage import UsageError
 
 from choreo_util import cpl as run_cpl, write
 

@@ -16,7 +16,8 @@ import tempfile
 
 from cpl.errors import TraceError
 
-from .usage import EXIT_FAILED, EXIT_OK, UsageError
+from .arguments import add_command, add_format, add_predicates, add_trace_file
+from .usage import EXIT_OK, UsageError
 
 
 def _warn(text: str) -> None:
@@ -30,7 +31,7 @@ def _load(args):
 
 def _predicates(args, trace):
     """The registry the trace's guards need (its ``predicates`` field), from --predicates."""
-    from .offline_predicates import load_predicates
+    from .predicates import load_predicates
     needed = list(getattr(trace, "predicates", None) or ())
     return load_predicates(args.predicates, needed, args.trace)
 
@@ -113,13 +114,13 @@ def cmd_explain(args) -> int:
 
 def add_view_commands(commands) -> None:
     from cpl.view import FORMATS, MAX_ROWS
-    from .offline_predicates import add_predicates_option
 
-    render = commands.add_parser(
-        "render", help="draw the MSC of a trace (SVG, PNG, PDF, DOT, HTML or a ShiViz log)",
+    render = add_command(
+        commands, "render", cmd_render,
+        help="draw the MSC of a trace (SVG, PNG, PDF, DOT, HTML or a ShiViz log)",
         description="Draw the message sequence chart of TRACE: one column per lifeline, "
         "time downward, choices as diamonds coloured by outcome, messages in transit dashed.")
-    render.add_argument("trace", metavar="TRACE", help="TRACE.json, TRACE.msgpack or TRACE.jsonl")
+    add_trace_file(render)
     render.add_argument("-o", "--output", metavar="OUT", required=True,
                         help="the file to write; its suffix gives the format")
     render.add_argument("--format", choices=FORMATS, help="the format, if not OUT's suffix")
@@ -129,21 +130,20 @@ def add_view_commands(commands) -> None:
                         help=f"past N rows, fold runs of local acts, then draw only a window "
                         f"of N rows around --highlight (else the end); 0: no limit "
                         f"(default {MAX_ROWS})")
-    add_predicates_option(render)
-    render.set_defaults(run=cmd_render)
+    add_predicates(render)
 
-    explain = commands.add_parser(
-        "explain", help="why a guard has its value at an event: every subformula, and "
-                        "which event supplied each value",
+    explain = add_command(
+        commands, "explain", cmd_explain,
+        help="why a guard has its value at an event: every subformula, and which event "
+             "supplied each value",
         description="Explain a choice's recorded guard (or GUARD, at any event): the value of "
         "every subformula and, for each @B(...) and @B.x, which event of B supplied it.")
-    explain.add_argument("trace", metavar="TRACE", help="TRACE.json, TRACE.msgpack or TRACE.jsonl")
+    add_trace_file(explain)
     explain.add_argument("event", metavar="EVENT", help="the event id")
     explain.add_argument("guard", metavar="GUARD", nargs="?",
                          help="the guard to explain (default: the choice's recorded guard)")
-    explain.add_argument("--format", choices=("text", "json"), default="text")
-    add_predicates_option(explain)
-    explain.set_defaults(run=cmd_explain)
+    add_format(explain, "text", "json")
+    add_predicates(explain)
 
 
 __all__ = ["add_view_commands", "cmd_explain", "cmd_render", "drawn", "write_atomically"]

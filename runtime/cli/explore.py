@@ -15,6 +15,8 @@ import json
 import sys
 import time
 
+from .arguments import (add_choreography, add_command, add_format, add_inputs, add_max_steps,
+                        add_schedule, add_seed)
 from .usage import EXIT_FAILED, EXIT_OK, UsageError
 
 
@@ -149,39 +151,33 @@ def _short(error: str, width: int = 300) -> str:
 
 # choreo.explore's, repeated so that building the parser imports no simulator (every cpl
 # command builds it); tests/test_explore.py checks they agree.
-SCHEDULES = ("mixed", "random", "late", "lifo", "starve")
 COUNTERS = ("commits", "aborts", "retries")
 PARALLEL_FROM, DEFAULT_MAX_STEPS = 200, 1_000_000
 
 
 def add_explore_command(commands) -> None:
-    explore = commands.add_parser(
-        "explore", help="run many seeded simulations; tabulate decisions and anomalies",
+    explore = add_command(
+        commands, "explore", cmd_explore,
+        help="run many seeded simulations; tabulate decisions and anomalies",
         description="Run N seeded simulations (seeds S..S+N-1) under adversarial schedules "
         "and tabulate the decisions taken, the runs in which each anomaly detector fired, "
         "how runs ended and the work they did. Failed runs are counted, not an error: the "
         "exit status is 0 unless the command line is wrong (2) or Ctrl-C stops it (130).")
-    explore.add_argument("choreo", metavar="CHOREO.py")
-    explore.add_argument("--name", metavar="NAME", help="which choreography, if several")
+    add_choreography(explore)
     explore.add_argument("--runs", type=int, required=True, metavar="N",
                          help="how many runs")
-    explore.add_argument("--seed", type=int, default=0, metavar="S",
-                         help="the first run's seed (default 0); run k has seed S+k")
-    explore.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
-                         help="an input of the choreography (repeatable)")
-    explore.add_argument("--format", choices=("text", "json"), default="text")
-    explore.add_argument("--schedule", choices=SCHEDULES, default="mixed",
-                         help="how each run's scheduler picks events: mixed (default) takes "
-                         "random, late, lifo and starve in turn by seed")
+    add_seed(explore, "S", "the first run's seed (default 0); run k has seed S+k")
+    add_inputs(explore)
+    add_format(explore, "text", "json")
+    add_schedule(explore, "how each run's scheduler picks events: mixed (default) takes "
+                 "random, late, lifo and starve in turn by seed", mixed=True)
     explore.add_argument("--workers", type=int, metavar="N",
                          help=f"processes (default: every core from {PARALLEL_FROM} runs, "
                          f"else 1)")
-    explore.add_argument("--max-steps", type=int, default=DEFAULT_MAX_STEPS, metavar="N",
-                         help=f"stop a run after N events, status limit (default "
-                         f"{DEFAULT_MAX_STEPS:,})")
+    add_max_steps(explore, f"stop a run after N events, status limit (default "
+                  f"{DEFAULT_MAX_STEPS:,})", DEFAULT_MAX_STEPS)
     explore.add_argument("--counter", action="append", default=[], metavar="NAME",
                          help=f"also sum this numeric result variable over the runs (always: "
                          f"{', '.join(COUNTERS)})")
     explore.add_argument("--no-detectors", action="store_true",
                          help="do not run the anomaly detectors")
-    explore.set_defaults(run=cmd_explore)

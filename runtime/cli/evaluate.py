@@ -15,7 +15,10 @@ import tempfile
 
 import cpl
 from cpl.errors import EvaluationError, TraceError
-from .offline_predicates import add_predicates_option, load_predicates
+
+from .arguments import (TRACE_FILES, add_command, add_format, add_lifeline, add_predicates,
+                        add_trace_file)
+from .predicates import load_predicates
 from .usage import EXIT_FAILED, EXIT_OK, UsageError
 
 
@@ -154,18 +157,17 @@ def _recheck(args, source) -> int:
 
 
 def add_eval_command(commands) -> None:
-    evaluate = commands.add_parser(
-        "eval", help="evaluate a guard at every event of a trace, or re-check its decisions",
+    evaluate = add_command(
+        commands, "eval", cmd_eval,
+        help="evaluate a guard at every event of a trace, or re-check its decisions",
         description="Evaluate GUARD at every event of TRACE (a JSON or msgpack document, or a "
         ".jsonl stream, read one event at a time), in trace order. Without GUARD, re-check "
         "every recorded decision: its guard's value at its event against the recorded "
         "outcome (exit 1 if any differs).")
-    evaluate.add_argument("trace", metavar="TRACE", help="TRACE.json, TRACE.msgpack or "
-                          "TRACE.jsonl (sniffed when the suffix is another)")
+    add_trace_file(evaluate, f"{TRACE_FILES} (sniffed when the suffix is another)")
     evaluate.add_argument("guard", metavar="GUARD", nargs="?")
-    evaluate.add_argument("--lifeline", metavar="NAME", help="only the events of this lifeline")
-    evaluate.add_argument("--format", choices=("text", "jsonl"), default="text")
+    add_lifeline(evaluate, "only the events of this lifeline")
+    add_format(evaluate, "text", "jsonl")
     evaluate.add_argument("--engine", choices=("monitor", "reference"), default="monitor",
                           help="the online monitor (default) or the literal reference evaluator")
-    add_predicates_option(evaluate)
-    evaluate.set_defaults(run=cmd_eval)
+    add_predicates(evaluate)

@@ -19,13 +19,6 @@ from .usage import UsageError
 _SHOWN = 5  # missing names listed in one message; a hostile trace may name thousands
 
 
-def add_predicates_option(parser) -> None:
-    """``--predicates FILE`` on a subcommand that evaluates guards."""
-    parser.add_argument("--predicates", metavar="FILE",
-                        help="a choreography file or a Python module that registers the "
-                             "trace's predicates with @predicate")
-
-
 def load_predicates(path: str | None, needed: Iterable[str], where: str) -> Registry:
     """Import ``path`` (if given) and return the registry its ``@predicate`` calls fill.
 

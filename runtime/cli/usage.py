@@ -1,6 +1,6 @@
 """What every ``cpl`` command answers with: its exit codes (cli.md) and the usage error.
 
-One place, so the subcommand modules (``cli``, ``cli_eval``, ``cli_run``) agree.
+One place, so the command modules of :mod:`runtime.cli` agree.
 """
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # 1: the input was read but the work failed

@@ -18,6 +18,9 @@ import tempfile
 import attrs
 
 from cpl.errors import TraceError
+
+from .arguments import (add_choreography, add_command, add_inputs, add_max_steps, add_schedule,
+                        add_seed)
 from .usage import UsageError
 
 
@@ -63,6 +66,7 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     # the trace, as failed or interrupted.
     with writer or contextlib.nullcontext():
         if args.sim:
+            from choreo.schedules import RANDOM
             from choreo.simulate import Simulator
             # SIGTERM ends a simulated run as Ctrl-C does (interrupted, 130), like a
             # process run's supervisor: the trace says so instead of stopping mid-line.
@@ -70,10 +74,10 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             result = Simulator.of(plan).run(seed=args.seed, values=inputs,
                                             max_steps=args.max_steps, timeout=args.timeout,
                                             record=False, sink=write,
-                                            schedule=args.schedule or "random")
+                                            schedule=args.schedule or RANDOM)
             meta, results = dict(result.trace.meta), result.results
         else:
-            from .supervisor import Supervisor
+            from ..supervisor import Supervisor
             listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
                 else ("127.0.0.1", None)
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
@@ -114,7 +118,7 @@ def _render_run(trace_path: str, out: str, form: str) -> int:
     """Draw the run's trace (failing runs too); 1 if the picture could not be made."""
     from cpl.trace import load_trace
     from cpl.view import render
-    from .cli_view import drawn, write_atomically
+    from .view import drawn, write_atomically
     try:
         trace = load_trace(trace_path)
         write_atomically(out, drawn(lambda: render(trace, form)))
@@ -153,8 +157,8 @@ def read_hosts(path: str, lifelines) -> tuple[str, dict[str, str]]:
 
 
 def cmd_lifeline(args) -> int:
-    from .connection import Connection
-    from .lifeline import main
+    from ..connection import Connection
+    from ..lifeline import main
 
     if args.stdin:
         connection = Connection.from_json(sys.stdin.readline(), "standard input")
@@ -173,39 +177,33 @@ def cmd_lifeline(args) -> int:
 
 
 def add_run_commands(commands) -> None:
-    run = commands.add_parser(
-        "run", help="run a choreography and print each lifeline's result",
+    run = add_command(
+        commands, "run", cmd_run, help="run a choreography and print each lifeline's result",
         description="Run a choreography and print each lifeline's result: one OS process per "
         "lifeline over ZeroMQ (CURVE-encrypted) on this machine, or with --sim every lifeline "
         "in this process under a seeded scheduler with non-FIFO delivery (the same seed, the "
         "same trace).")
-    run.add_argument("choreo", metavar="CHOREO.py")
-    run.add_argument("--name", metavar="NAME", help="which choreography, if several")
+    add_choreography(run)
     run.add_argument("--sim", action="store_true", help="simulate in one process")
-    run.add_argument("--seed", type=int, default=0, metavar="N",
-                     help="seed of the scheduler and of the actions' rng (default 0)")
-    from .cli_explore import SCHEDULES  # its copy: building the parser imports no simulator
-    run.add_argument("--schedule", choices=SCHEDULES[1:],  # all but explore's "mixed"
-                     help="with --sim: how the scheduler picks the next event (default random; "
-                     "cpl explore's report names each seed's schedule, to replay it)")
-    run.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
-                     help="an input of the choreography (repeatable)")
+    add_seed(run, "N", "seed of the scheduler and of the actions' rng (default 0)")
+    add_schedule(run, "with --sim: how the scheduler picks the next event (default random; "
+                 "cpl explore's report names each seed's schedule, to replay it)", mixed=False)
+    add_inputs(run)
     run.add_argument("--trace", metavar="OUT.json|OUT.jsonl|OUT.msgpack",
                      help="write the cpl-msc/1 trace as the run goes (.jsonl: streamed line "
                      "by line, so a killed run keeps what it did); also when the run fails")
     run.add_argument("--render", metavar="OUT.svg|.png|.pdf|.dot|.html",
                      help="draw the run's MSC at the end (failing runs too); see cpl render")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long")
-    run.add_argument("--max-steps", type=int, metavar="N", help="stop after N events (--sim)")
+    add_max_steps(run, "stop after N events (--sim)")
     run.add_argument("--hosts", metavar="FILE",
                      help='place lifelines on other hosts: JSON {"supervisor": "HOST", '
                      '"hosts": {"HOST": ["Lifeline", ...]}}; the others run here')
     run.add_argument("--insecure", action="store_true",
                      help="no CURVE encryption or authentication between processes (debugging)")
-    run.set_defaults(run=cmd_run)
 
-    lifeline = commands.add_parser(
-        "lifeline", help="run one lifeline of a run (started by cpl run)",
+    lifeline = add_command(
+        commands, "lifeline", cmd_lifeline, help="run one lifeline of a run (started by cpl run)",
         description="Run one lifeline of a run whose supervisor listens at ADDRESS. cpl run "
         "starts these itself; the keys come through standard input or a connection file "
         "readable by its owner only, never on the command line.")
@@ -216,4 +214,3 @@ def add_run_commands(commands) -> None:
                           help="the choreography's path on this host, if not the supervisor's")
     lifeline.add_argument("--stdin", action="store_true",
                           help="read the connection from standard input and exit when it closes")
-    lifeline.set_defaults(run=cmd_lifeline)

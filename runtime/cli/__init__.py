@@ -1,0 +1,80 @@
+"""The ``cpl`` command: wires subcommands to library functions, nothing more.
+
+One module per command group (``check``, ``choreography`` for validate and
+show, ``evaluate``, ``run`` with ``lifeline``, ``view`` for render and
+explain, ``explore``); the options they share are built by ``arguments``.
+It lives in ``runtime`` because that package may import all three layers.
+Building the parser stays import-light (every invocation builds it whole):
+a command loads what it needs when it runs.  Exit status (``usage``): 0
+success, 1 the input was read but the work failed, 2 usage errors and guards
+or choreographies that do not parse, resolve or check.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from cpl import GuardError
+from cpl.errors import TraceError
+
+from .check import add_check_command
+from .choreography import add_choreography_commands
+from .evaluate import add_eval_command
+from .explore import add_explore_command
+from .run import add_run_commands
+from .usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from .view import add_view_commands
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("causal-guards")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="cpl", description="Causal Past Logic guards for distributed agent workflows.")
+    parser.add_argument("--version", action="version", version=f"cpl {_version()}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    add_check_command(commands)
+    add_eval_command(commands)
+    add_choreography_commands(commands)
+    add_run_commands(commands)
+    add_view_commands(commands)
+    add_explore_command(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    from choreo.errors import ChoreographyError
+    args = build_parser().parse_args(argv)
+    try:
+        return args.run(args)
+    except ChoreographyError as error:
+        print(error.render(), file=sys.stderr)
+        return EXIT_USAGE
+    except UsageError as error:
+        print(f"cpl {args.command}: {error}", file=sys.stderr)
+        return EXIT_USAGE
+    except GuardError as error:
+        print(error.render(getattr(error, "origin", "guard")), file=sys.stderr)
+        return EXIT_USAGE
+    except TraceError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("cpl: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_OK
+    except Exception as error:  # a bug of ours: one clear line rather than a traceback
+        if os.environ.get("CPL_DEBUG"):
+            raise
+        print(f"cpl {args.command}: internal error: {type(error).__name__}: {error}\n"
+              f"  this is a bug in cpl; CPL_DEBUG=1 shows the traceback", file=sys.stderr)
+        return EXIT_FAILED
