@@ -37,7 +37,7 @@ import zmq
 from choreo import load_one
 from choreo.actions import Background
 from choreo.local import expected_messages, recipients
-from choreo.machine import Message, Undeliverable, calls
+from choreo.machine import Undeliverable, calls
 from choreo.plan import prepare
 from choreo.status import RunFailure
 from cpl.trace import encode_json
@@ -313,11 +313,9 @@ class Lifeline:
     def _accept(self, frame) -> None:
         try:
             signer = frame.get("User-Id") if self.c.keys is not None else None
-            key, sender, values, metadata, label, outcome, msg_id = \
-                self.inbound.check(frame.bytes, self.runner.taken, signer)
+            message = self.inbound.check(frame.bytes, self.runner.taken, signer)
             try:
-                self.runner.deliver(Message(key, sender, self.c.lifeline, values, metadata,
-                                            label, outcome, msg_id))
+                self.runner.deliver(message)
             except Undeliverable as error:  # a second copy of a message still waiting
                 self.inbound.rejected[error.reason] += 1
                 raise FrameRejected(error.reason, str(error)) from None

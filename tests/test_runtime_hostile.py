@@ -332,7 +332,7 @@ def test_a_clock_claiming_more_of_my_events_than_i_took_is_refused_when_i_am_car
     with pytest.raises(FrameRejected, match="claims 5 events of B, which has taken 1"):
         inbound.check(_encoded(first, meta=claim), taken=1)
     honest = Metadata((first.metadata.vc[0], 1), (0, 0), ((), ())).encode()
-    assert inbound.check(_encoded(first, meta=honest), taken=1)[1] == "A"
+    assert inbound.check(_encoded(first, meta=honest), taken=1).sender == "A"
     assert inbound.rejected == {"clock": 1}
 
 
@@ -347,7 +347,7 @@ def test_a_key_that_cannot_be_hashed_is_refused_not_raised(tmp_path):
         with pytest.raises(FrameRejected):
             inbound.check(_encoded(first, kind=kind), 0)
     assert inbound.rejected == {"unexpected": 2}
-    assert inbound.check(_encoded(first), 0)[1] == "A"
+    assert inbound.check(_encoded(first), 0).sender == "A"
 
 
 def test_an_impostor_is_refused_before_it_uses_up_anything_of_the_lifeline_it_claims(tmp_path):
@@ -358,9 +358,9 @@ def test_an_impostor_is_refused_before_it_uses_up_anything_of_the_lifeline_it_cl
     with pytest.raises(FrameRejected, match="impostor"):
         inbound.check(_encoded(from_c), 0, signer="A")
     assert inbound.rejected == {"impostor": 2}
-    assert inbound.check(_encoded(from_c), 0, signer="C")[6] == "C:1"
-    assert inbound.check(_encoded(first), 0, signer="A")[6] == "A:1"
-    assert inbound.check(_encoded(second), 0)[6] == "A:2"  # no signer: --insecure
+    assert inbound.check(_encoded(from_c), 0, signer="C").msg_id == "C:1"
+    assert inbound.check(_encoded(first), 0, signer="A").msg_id == "A:1"
+    assert inbound.check(_encoded(second), 0).msg_id == "A:2"  # no signer: --insecure
 
 
 _json = st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) |
@@ -428,5 +428,5 @@ def test_variable_views_in_the_metadata_are_checked_like_values(tmp_path):
         with pytest.raises(FrameRejected, match="metadata: a variable view"):
             inbound.check(_encoded(first, meta=meta.encode()), 0)
     assert inbound.rejected == {"metadata": 4}
-    assert inbound.check(_encoded(first), 0)[6] == "A:1"  # UNSET views pass
+    assert inbound.check(_encoded(first), 0).msg_id == "A:1"  # UNSET views pass
     assert any(v is not None for view in first.metadata.vars for v in view)
