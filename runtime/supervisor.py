@@ -33,6 +33,7 @@ import uuid
 import msgpack
 import zmq
 
+from choreo.fingerprint import fingerprint
 from choreo.status import DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT
 from .connection import (Connection, Keys, KeyRing, authenticator, secure_server,
                          write_connections)
@@ -100,6 +101,7 @@ class Supervisor:
         self.placement = placement or {}  # lifeline -> host, for those not started here
         self.join_folder = join_folder
         self.keys = self._keys() if secure else None
+        self.fingerprint = fingerprint(plan.choreography, inputs, seed)
         self.reports: dict[str, dict] = {}
         self.beats: dict[str, float] = {}
         self.started = False
@@ -157,7 +159,7 @@ class Supervisor:
         """A local lifeline logs to this host's disk; a remote one ships its log lines."""
         remote = name in self.placement
         return Connection(self.run_id, name, address, self.placement.get(name, self.host),
-                          self.choreography, self.name, self.inputs, self.seed,
+                          self.choreography, self.name, self.inputs, self.seed, self.fingerprint,
                           "" if remote else self._log(name),
                           self.keys[name] if self.keys else None)
 

@@ -25,6 +25,7 @@ import msgpack
 import zmq
 
 from choreo import load_one
+from choreo.fingerprint import fingerprint
 from choreo.machine import calls
 from choreo.plan import prepare
 from cpl.monitor import offline
@@ -262,6 +263,7 @@ class LiveLifeline:
         port = self.control.bind_to_random_port(f"tcp://{self.host}")
         self.connection = Connection(self.run, self.me, f"tcp://{self.host}:{port}", self.host,
                                      str(self.path), None, self.inputs, self.seed,
+                                     fingerprint(self.plan.choreography, self.inputs, self.seed),
                                      str(self.log_path), self.key(self.me))
         self.stderr_path = self.folder / f"{self.me}.stderr.txt"
         with open(self.stderr_path, "wb") as err:
