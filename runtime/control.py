@@ -21,6 +21,7 @@ answers with a :class:`State` carrying the wave's number.
 
 from __future__ import annotations
 
+import secrets
 from typing import ClassVar
 
 import attrs
@@ -72,13 +73,14 @@ def _optional(check):
 
 
 def _texts(_, attribute, value) -> None:
-    if not all(type(item) is str for item in value):
-        raise _Invalid(f"{attribute.name} holds something other than text")
+    if type(value) is not tuple or not all(type(item) is str for item in value):
+        raise _Invalid(f"{attribute.name} is not a list of texts")
 
 
 def _lines(_, attribute, value) -> None:
-    if not all(type(item) is str and "\n" not in item for item in value):
-        raise _Invalid(f"{attribute.name} holds something other than single lines of text")
+    if type(value) is not tuple or not all(type(item) is str and "\n" not in item
+                                           for item in value):
+        raise _Invalid(f"{attribute.name} is not a list of single lines of text")
 
 
 def _tuple(value):
@@ -152,9 +154,8 @@ class State:
     sent: int = attrs.field(validator=_count)
     received: int = attrs.field(validator=_count)
     taken: int = attrs.field(validator=_count)
-    results: dict = attrs.field(validator=[_mapping(_text, _json)])
-    waiting: tuple = attrs.field(converter=_tuple, validator=[attrs.validators.instance_of(
-        tuple), _texts])  # what it waits for, worded for a deadlock's error
+    results: dict = attrs.field(validator=_mapping(_text, _json))
+    waiting: tuple = attrs.field(converter=_tuple, validator=_texts)  # worded for a deadlock
     rejected: dict = attrs.field(validator=_mapping(_text, _count))  # data frames, by reason
     probe: int | None = attrs.field(validator=_optional(_count))  # the wave it answers
     final: bool = attrs.field(validator=attrs.validators.instance_of(bool))  # after Stop
@@ -165,8 +166,7 @@ class Log:
     """Event lines (JSON) of a lifeline whose log is not on the supervisor's disk."""
 
     kind: ClassVar[str] = "log"
-    lines: tuple = attrs.field(converter=_tuple,
-                               validator=[attrs.validators.instance_of(tuple), _lines])
+    lines: tuple = attrs.field(converter=_tuple, validator=_lines)
 
 
 @attrs.frozen
@@ -223,11 +223,12 @@ def send(socket, message, route: bytes | None = None) -> None:
         pass
 
 
-def routing_id(lifeline: str, token: str) -> bytes:
+def routing_id(lifeline: str, token: str | None = None) -> bytes:
     """A lifeline socket's routing id: its name, which the supervisor takes only as a claim
-    to check against the key, and a token, so that nobody can take the id first (a ROUTER
-    refuses a second connection with an id in use) and receive the lifeline's orders."""
-    return _claim(lifeline) + b"\x00" + token.encode("ascii")
+    to check against the key, and a token (random unless given), so that nobody can take
+    the id first (a ROUTER refuses a second connection with an id in use) and receive the
+    lifeline's orders."""
+    return _claim(lifeline) + b"\x00" + (token or secrets.token_hex(4)).encode("ascii")
 
 
 def _claim(lifeline: str) -> bytes:

@@ -26,7 +26,6 @@ from __future__ import annotations
 import inspect
 import os
 import random
-import secrets
 import signal
 import sys
 import threading
@@ -149,7 +148,7 @@ class Lifeline:
             port = inbox.bind_to_random_port(f"tcp://{self.c.host}")
             control = socket(zmq.DEALER)
             control.linger = 2000  # a shipped log's last lines still leave after stop
-            control.identity = routing_id(self.c.lifeline, secrets.token_hex(4))
+            control.identity = routing_id(self.c.lifeline)
             secure_client(control, keys, keys.supervisor if keys else None)
             control.connect(self.c.supervisor)
             send(control, Hello(f"tcp://{self.c.host}:{port}", self.fingerprint))
@@ -354,7 +353,7 @@ class _Heartbeat:
         self._stop = threading.Event()
         self._socket = context.socket(zmq.DEALER)
         self._socket.linger = 0
-        self._socket.identity = routing_id(connection.lifeline, secrets.token_hex(4))
+        self._socket.identity = routing_id(connection.lifeline)
         keys = connection.keys
         secure_client(self._socket, keys, keys.supervisor if keys else None)
         self._socket.connect(connection.supervisor)

@@ -107,6 +107,8 @@ def test_insecure_runs_end_to_end(tmp_path):
     code, _, err, _ = run_cpl(tmp_path, "run", CODE_REVIEW, "--arg", "rounds=6", "--insecure",
                               "--trace", str(trace_path))
     assert code == 0, err
+    assert err.splitlines() == ["cpl run: --insecure: no keys, so anyone who can reach this "
+                                "run's ports can read its messages and steer the run"]
     trace = _ok_trace(trace_path, REVIEWERS)
     assert check_semantics(trace) == 13
 

@@ -66,31 +66,29 @@ def test_a_peer_with_one_lifelines_keys_cannot_steer_the_others(tmp_path):
     trace_path = tmp_path / "forged.jsonl"
     run, words = _placed_run(tmp_path, EXAMPLES / "code_review.py", "--arg", f"rounds={ROUNDS}",
                              "--seed", "3", "--trace", str(trace_path))
-    connection = Connection.read(words[words.index("--connection") + 1], "TestRunner")
     context = zmq.Context()
-    forgers = _forgers(context, connection)
-    evil = {"round": 3, "merges": 3, "candidate": "EVIL", "decision": "EVIL"}
-    forged_end = control.State("end", "ok", None, 0, 0, 0, evil, (), {}, None, True)
-    forged_hello = control.Hello("tcp://127.0.0.1:9", connection.fingerprint)  # the right plan
-    sent = 0
     try:
-        for forger in forgers:  # before the run starts: a hello would redirect its messages
-            control.send(forger, forged_hello)
-            sent += 1
-        with run, Cpl(tmp_path, *words) as joined:
-            while run.process.poll() is None and time.monotonic() - run.started < 120:
-                for forger in forgers:
-                    control.send(forger, forged_end)
-                    control.send(forger, forged_hello)
-                    sent += 2
-                time.sleep(0.02)
-            code = run.wait(10)
-            assert joined.wait(15) == 0, joined.err
+        with run:
+            connection = Connection.read(words[words.index("--connection") + 1], "TestRunner")
+            forgers = _forgers(context, connection)
+            evil = {"round": 3, "merges": 3, "candidate": "EVIL", "decision": "EVIL"}
+            forged_end = control.State("end", "ok", None, 0, 0, 0, evil, (), {}, None, True)
+            forged_hello = control.Hello("tcp://127.0.0.1:9", connection.fingerprint)
+            for forger in forgers:  # before the run starts: a hello would redirect messages
+                control.send(forger, forged_hello)
+            sent = len(forgers)
+            with Cpl(tmp_path, *words) as joined:
+                while run.process.poll() is None and time.monotonic() - run.started < 120:
+                    for forger in forgers:
+                        control.send(forger, forged_end)
+                        control.send(forger, forged_hello)
+                        sent += 2
+                    time.sleep(0.02)
+                code = run.wait(10)
+                assert joined.wait(15) == 0, joined.err
             out, err = run.out, run.err
     finally:
-        for forger in forgers:
-            forger.close(0)
-        context.term()
+        context.destroy(linger=0)
     assert code == 0, err
     assert "Traceback" not in err and "EVIL" not in out
     assert out.splitlines()[0].startswith(f"Orchestrator: round = {ROUNDS}, merges = ")
