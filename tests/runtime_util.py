@@ -303,7 +303,7 @@ class LiveLifeline:
             if not self.control.poll(50):
                 continue
             for heard in control.heard(self.control, self.plan.lifelines, self.keys is not None):
-                assert isinstance(heard, control.Heard), heard  # the real lifeline errs not
+                assert isinstance(heard, control.Heard), heard  # a real lifeline sends none
                 assert heard.lifeline == self.me, heard
                 said = heard.message
                 if isinstance(said, control.Hello):

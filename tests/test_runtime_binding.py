@@ -26,7 +26,7 @@ from runtime.connection import Connection, secure_client
 from runtime_util import (EXAMPLES, Cpl, check_messages, check_results, check_semantics, run_cpl,
                           wait_until)
 
-ROUNDS = 1500
+ROUNDS = 1000
 MERGE = ("@TestRunner.candidate == candidate && @Security.candidate == candidate"
          " && @TestRunner(status != failed S status == passed)"
          " && @Security(status != critical S status == cleared)")  # examples/code_review.py
