@@ -1,13 +1,13 @@
 """What a lifeline process needs to join a run, and the CURVE keys that protect it.
 
 The supervisor writes one ``Connection`` per lifeline: the run id, where the
-supervisor listens, where to bind, the choreography and inputs, the event
-log path, and — unless ``--insecure`` — the lifeline's own CURVE key pair,
-the supervisor's public key and every lifeline's public key.  A local child
-reads it from its standard input (a pipe nobody else can read); a lifeline
-on another host reads it from a connection file only its owner can read,
-as Jupyter kernels do.  Secret keys are never on a command line or in the
-environment.
+supervisor listens, where to bind, the choreography, its inputs and the
+fingerprint of that plan, the event log path, and — unless ``--insecure`` —
+the lifeline's own CURVE key pair, the supervisor's public key and every
+lifeline's public key.  A local child reads it from its standard input (a
+pipe nobody else can read); a lifeline on another host reads it from a
+connection file only its owner can read, as Jupyter kernels do.  Secret keys
+are never on a command line or in the environment.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class Connection:
     name: str | None  # which choreography in it
     inputs: dict = attrs.field(eq=False)
     seed: int
+    fingerprint: str  # of the plan the supervisor loaded (choreo.fingerprint): ours must match
     log: str  # this lifeline's event log (JSON Lines, one event per line)
     keys: Keys | None  # None: --insecure
 
@@ -65,7 +66,8 @@ class Connection:
             connection = cls(**data, keys=Keys(**keys) if keys is not None else None)
         except (ValueError, TypeError, KeyError, AttributeError) as error:
             raise JoinError(f"{origin}: not a cpl connection ({error})") from None
-        for field in ("run", "lifeline", "supervisor", "host", "choreography", "log"):
+        for field in ("run", "lifeline", "supervisor", "host", "choreography", "fingerprint",
+                      "log"):
             if not isinstance(getattr(connection, field), str):
                 raise JoinError(f"{origin}: {field!r} must be text")
         return connection

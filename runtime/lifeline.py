@@ -4,13 +4,13 @@ Sockets, and why: each lifeline binds one PULL socket, its inbox, and
 connects one PUSH socket to the inbox of every lifeline it sends to.
 Messages need no reply and no routing by identity, a PULL fair-queues the
 frames of all its peers, and a PUSH queues until its peer is there, so no
-start-up order matters.  Control with the supervisor is a DEALER (identity:
-the lifeline's name) to the supervisor's ROUTER: ``hello``/``start`` at the
-rendezvous, ``idle``/``probe`` for deadlock detection, ``end``/``stop`` to
-finish, and heartbeats both ways — from a thread of their own, so a long
-synchronous action does not look like a dead process.  With CURVE (the
-default) the inbox accepts only this run's keys and the ZAP handler names
-each frame's real sender, which must match the frame's ``sender``.
+start-up order matters.  Control with the supervisor (:mod:`runtime.control`)
+is a DEALER to the supervisor's ROUTER: ``Hello``/``Start`` at the
+rendezvous, ``State``/``Probe`` for deadlock detection, ``Stop`` to finish,
+and heartbeats both ways — from a thread of their own, so a long synchronous
+action does not look like a dead process.  With CURVE (the default) the
+inbox accepts only this run's keys and the ZAP handler names each frame's
+real sender, which must match the frame's ``sender``.
 
 Every event is appended to this lifeline's log as it happens (one JSON line,
 one ``write`` to the operating system, before any message that makes it
@@ -31,23 +31,22 @@ import sys
 import threading
 import time
 
-import msgpack
 import zmq
 
 from choreo import load_one
 from choreo.actions import Background
+from choreo.fingerprint import fingerprint
 from choreo.local import expected_messages, recipients
-from choreo.machine import Message, Undeliverable, calls
+from choreo.machine import Undeliverable, calls
 from choreo.plan import prepare
 from choreo.status import RunFailure
 from cpl.trace import encode_json
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
+from .control import (BEAT, FROM_SUPERVISOR, IDLE, LOG_BATCH, SUPERVISOR_SILENCE, Beat, Hello,
+                      Log, Probe, Start, State, Stop, decode, routing_id, send)
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
-BEAT = 0.5  # seconds between heartbeats
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
-IDLE = 0.05  # seconds of idleness before the supervisor is told (deadlock detection)
-SUPERVISOR_SILENCE = 10.0  # seconds without a word from the supervisor: it is gone
 REFUSALS_SHOWN = 3  # refused frames of one reason said on stderr; the rest only counted
 
 
@@ -77,18 +76,22 @@ class ShippedLog:
 
     def __init__(self):
         self._lines: list[str] = []
+        self._bytes = 0
         self._control = None
 
     def write(self, event) -> None:
-        self._lines.append(_line(event))
-        if len(self._lines) >= self.BATCH and self._control is not None:
+        line = _line(event)
+        self._lines.append(line)
+        self._bytes += len(line)
+        if (len(self._lines) >= self.BATCH or self._bytes >= LOG_BATCH) \
+                and self._control is not None:
             self.ship(self._control)
 
     def ship(self, control) -> None:
         self._control = control
         if self._lines:
-            control.send(msgpack.packb({"t": "log", "lines": self._lines}, use_bin_type=True))
-            self._lines = []
+            send(control, Log(self._lines))
+            self._lines, self._bytes = [], 0
 
     def close(self) -> None:
         if self._control is not None:
@@ -102,17 +105,12 @@ def _line(event) -> str:
     return encode_json(data)
 
 
-def send_control(socket, **fields) -> None:
-    try:
-        socket.send(msgpack.packb(fields, use_bin_type=True), zmq.NOBLOCK)
-    except zmq.Again:
-        pass  # the supervisor is slow or gone; the next report says it again
-
-
 class Lifeline:
     def __init__(self, connection: Connection):
         self.c = connection
-        plan = prepare(load_one(connection.choreography, connection.name))
+        choreography = load_one(connection.choreography, connection.name)
+        self.fingerprint = fingerprint(choreography, connection.inputs, connection.seed)
+        plan = prepare(choreography)
         inputs = plan.inputs(values=connection.inputs)
         name = connection.lifeline
         self.runner = plan.runner(name, plan.stores(inputs)[name], connection.seed)
@@ -150,10 +148,15 @@ class Lifeline:
             port = inbox.bind_to_random_port(f"tcp://{self.c.host}")
             control = socket(zmq.DEALER)
             control.linger = 2000  # a shipped log's last lines still leave after stop
-            control.identity = self.c.lifeline.encode("utf-8")
+            control.identity = routing_id(self.c.lifeline)
             secure_client(control, keys, keys.supervisor if keys else None)
             control.connect(self.c.supervisor)
-            send_control(control, t="hello", endpoint=f"tcp://{self.c.host}:{port}")
+            send(control, Hello(f"tcp://{self.c.host}:{port}", self.fingerprint))
+            if self.fingerprint != self.c.fingerprint:
+                print(f"cpl lifeline {self.c.lifeline}: the plan loaded here ({self.fingerprint}) "
+                      f"differs from the run's ({self.c.fingerprint}): is "
+                      f"{self.c.choreography} the supervisor's file, unchanged?", file=sys.stderr)
+                return 1
             endpoints = self._await_start(control)
             if endpoints is None:
                 return 1
@@ -186,10 +189,10 @@ class Lifeline:
                 print(f"cpl lifeline {self.c.lifeline}: no answer from the supervisor at "
                       f"{self.c.supervisor}", file=sys.stderr)
                 return None
-            order = _order(control.recv())
-            if order.get("t") == "start" and isinstance(order.get("endpoints"), dict):
-                return order["endpoints"]
-            if order.get("t") == "stop":
+            order = decode(control.recv(), FROM_SUPERVISOR)
+            if isinstance(order, Start):
+                return order.endpoints
+            if isinstance(order, Stop):
                 return None
         return None
 
@@ -300,24 +303,21 @@ class Lifeline:
         while inbox.getsockopt(_EVENTS) & _POLLIN:
             self._accept(inbox.recv(copy=False))
         while control.getsockopt(_EVENTS) & _POLLIN:
-            order = _order(control.recv())
+            order = decode(control.recv(), FROM_SUPERVISOR)
             self.last_word = time.monotonic()
-            kind = order.get("t")
-            if kind == "stop":
+            if isinstance(order, Stop):
                 self.stopping = True
-            elif kind == "probe":
+            elif isinstance(order, Probe):  # Mattern's wave: our state as of now
                 busy = self.status == "running" and (self.acting or self.runner.enabled())
                 self._report(control, "busy" if busy else "idle" if self.status == "running"
-                             else "end", probe=order.get("n"))
+                             else "end", probe=order.wave)
 
     def _accept(self, frame) -> None:
         try:
             signer = frame.get("User-Id") if self.c.keys is not None else None
-            key, sender, values, metadata, label, outcome, msg_id = \
-                self.inbound.check(frame.bytes, self.runner.taken, signer)
+            message = self.inbound.check(frame.bytes, self.runner.taken, signer)
             try:
-                self.runner.deliver(Message(key, sender, self.c.lifeline, values, metadata,
-                                            label, outcome, msg_id))
+                self.runner.deliver(message)
             except Undeliverable as error:  # a second copy of a message still waiting
                 self.inbound.rejected[error.reason] += 1
                 raise FrameRejected(error.reason, str(error)) from None
@@ -341,19 +341,9 @@ class Lifeline:
     def _report(self, control, state: str, probe=None, final: bool = False) -> None:
         store = self.runner.store
         results = {x: store[x] for x in self.expected or store if x in store}
-        send_control(control, t="state", state=state, status=self.status, error=self.error,
-                     sent=self.runner.sent, received=self.received, taken=self.runner.taken,
-                     results=results, waiting=self.runner.waiting(),
-                     rejected=dict(self.inbound.rejected), probe=probe, final=final)
-
-
-def _order(frame: bytes) -> dict:
-    """A control frame from the supervisor (CURVE-authenticated) as a dict; {} if not one."""
-    try:
-        order = msgpack.unpackb(frame, raw=False)
-    except Exception:  # noqa: BLE001 - msgpack raises several unrelated types
-        return {}
-    return order if isinstance(order, dict) else {}
+        send(control, State(state, self.status, self.error, self.runner.sent, self.received,
+                            self.runner.taken, results, self.runner.waiting(),
+                            dict(self.inbound.rejected), probe, final))
 
 
 class _Heartbeat:
@@ -363,7 +353,7 @@ class _Heartbeat:
         self._stop = threading.Event()
         self._socket = context.socket(zmq.DEALER)
         self._socket.linger = 0
-        self._socket.identity = f"{connection.lifeline}\x00beat".encode("utf-8")
+        self._socket.identity = routing_id(connection.lifeline)
         keys = connection.keys
         secure_client(self._socket, keys, keys.supervisor if keys else None)
         self._socket.connect(connection.supervisor)
@@ -372,10 +362,7 @@ class _Heartbeat:
 
     def _beat(self) -> None:
         while not self._stop.wait(BEAT):
-            try:
-                self._socket.send(b"beat", zmq.NOBLOCK)
-            except zmq.ZMQError:
-                pass
+            send(self._socket, Beat())
 
     def stop(self) -> None:
         self._stop.set()

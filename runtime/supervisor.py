@@ -4,7 +4,9 @@ The supervisor binds a ROUTER control socket, starts ``cpl lifeline NAME``
 for every lifeline inside a :class:`Children` block — which, however the
 block is left, stops every child it started (SIGTERM, then SIGKILL) — hands
 each child its connection through a private pipe, waits for every
-``hello``, sends ``start`` with all inbox addresses, and then watches:
+``hello``, sends ``start`` with all inbox addresses, and then watches
+(every control frame taken from the lifeline whose key signed it,
+:mod:`runtime.control`):
 
 * a lifeline whose process exits, or whose heartbeats stop, has **died**;
 * every lifeline ended → **ok**, or **failed** if one of them failed;
@@ -20,7 +22,9 @@ is killed, the pipe closes and every child exits.
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import itertools
 import os
 import shutil
 import signal
@@ -30,19 +34,15 @@ import tempfile
 import time
 import uuid
 
-import msgpack
 import zmq
 
+from choreo.fingerprint import fingerprint
 from choreo.status import DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT
 from .connection import (Connection, Keys, KeyRing, authenticator, secure_server,
                          write_connections)
+from .control import (BEAT, HELLO_TIMEOUT, JOIN_TIMEOUT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat,
+                      Hello, Log, Probe, Refused, Start, State, Stop, heard, quiet, send)
 from .merge import merge, read_log
-
-HELLO_TIMEOUT = 60.0  # seconds for every lifeline to load its choreography and say hello
-JOIN_TIMEOUT = 300.0  # the same when lifelines are started by hand on other hosts
-SILENCE = 5.0  # seconds without a heartbeat: the lifeline is dead
-BEAT = 0.5  # seconds between the supervisor's pings (a lifeline that hears none, leaves)
-STOP_GRACE = 5.0  # seconds a stopped child has to exit before it is killed
 
 
 class Children:
@@ -100,8 +100,14 @@ class Supervisor:
         self.placement = placement or {}  # lifeline -> host, for those not started here
         self.join_folder = join_folder
         self.keys = self._keys() if secure else None
-        self.reports: dict[str, dict] = {}
+        self.fingerprint = fingerprint(plan.choreography, inputs, seed)
+        self.reports: dict[str, State] = {}
         self.beats: dict[str, float] = {}
+        self.routes: dict[str, bytes] = {}  # lifeline -> its control socket, from its hello
+        self.refused: collections.Counter = collections.Counter()  # control frames, by reason
+        self.wrong_plan: str | None = None  # why a lifeline's hello was refused, if one was
+        self.waves = itertools.count(1)
+        self.wave: tuple[int, tuple] | None = None  # a probe wave out, and the counts it checks
         self.started = False
         self.invitations: list[str] = []  # the connection files written for other hosts
         self.folder = tempfile.mkdtemp(prefix="cpl-run-")
@@ -122,6 +128,7 @@ class Supervisor:
                 auth = authenticator(context, KeyRing(self.keys[""].lifelines))
             control = context.socket(zmq.ROUTER)
             control.linger = 0
+            control.maxmsgsize = MAX_CONTROL
             secure_server(control, self.keys[""] if self.keys else None)
             port = control.bind_to_random_port(f"tcp://{self.host}")
             address = f"tcp://{self.host}:{port}"
@@ -133,7 +140,7 @@ class Supervisor:
                 self._invite(address)
                 meta = self._watch(control, children)
                 for name in self.lifelines:
-                    _send(control, name, t="stop")
+                    self._send(control, name, Stop())
                 self._last_words(control, children)
                 meta["results"] = self._results()
             control.close(0)
@@ -157,7 +164,7 @@ class Supervisor:
         """A local lifeline logs to this host's disk; a remote one ships its log lines."""
         remote = name in self.placement
         return Connection(self.run_id, name, address, self.placement.get(name, self.host),
-                          self.choreography, self.name, self.inputs, self.seed,
+                          self.choreography, self.name, self.inputs, self.seed, self.fingerprint,
                           "" if remote else self._log(name),
                           self.keys[name] if self.keys else None)
 
@@ -184,7 +191,6 @@ class Supervisor:
         started = time.monotonic()
         deadline = None if self.timeout is None else started + self.timeout
         endpoints: dict[str, str] = {}
-        probe = None  # (wave number, the reports it must confirm)
         pinged = started
         try:
             while True:
@@ -192,21 +198,20 @@ class Supervisor:
                     self._hear(control, endpoints)
                 if len(endpoints) == len(self.lifelines) and not self.started:
                     for name in self.lifelines:
-                        _send(control, name, t="start", endpoints=endpoints)
+                        self._send(control, name, Start(endpoints))
                     self.started = True
                 now = time.monotonic()
                 if self.started and now - pinged > BEAT:  # we live: lifelines wait for us
                     for name in self.lifelines:
-                        _send(control, name, t="ping")
+                        self._send(control, name, Beat())
                     pinged = now
                 ended = self._ended(children, endpoints, started, now)
                 if ended is not None:
                     return ended
                 if deadline is not None and now > deadline:
                     return self._meta(TIMEOUT, f"stopped after {self.timeout:g} s (--timeout)")
-                probe = self._deadlock(control, probe)
-                if probe == "deadlock":
-                    waits = [w for r in self.reports.values() for w in r.get("waiting", ())]
+                if self._deadlock(control):
+                    waits = [w for r in self.reports.values() for w in r.waiting]
                     return self._meta(DEADLOCK, "deadlock: no event can happen; "
                                       + "; ".join(waits))
         except KeyboardInterrupt:
@@ -218,7 +223,7 @@ class Supervisor:
         deadline = time.monotonic() + STOP_GRACE
         while time.monotonic() < deadline:
             finished = set(children.exited()) | {name for name, r in self.reports.items()
-                                                  if r.get("final")}
+                                                  if r.final}
             if finished >= set(self.lifelines):
                 break
             if control.poll(50):
@@ -226,40 +231,50 @@ class Supervisor:
         children.wait(max(0.0, deadline - time.monotonic()))
 
     def _results(self) -> dict:
-        return {name: self.reports[name].get("results", {}) for name in self.lifelines
+        return {name: self.reports[name].results for name in self.lifelines
                 if name in self.reports}
 
     def _hear(self, control, endpoints: dict) -> None:
-        while True:
-            try:
-                identity, frame = control.recv_multipart(zmq.NOBLOCK)
-            except zmq.Again:
-                return
-            except ValueError:
+        """Take every control frame waiting now, each from the lifeline whose key signed it
+        (``control.heard``); count the refused ones."""
+        for said in heard(control, self.lifelines, signed=self.keys is not None):
+            if isinstance(said, Refused):
+                self.refused[said.reason] += 1
                 continue
-            name = identity.decode("utf-8", "replace").split("\x00")[0]
-            if name not in self.lifelines:
-                continue
-            self.beats[name] = time.monotonic()
-            if frame == b"beat":
-                continue
-            try:
-                said = msgpack.unpackb(frame, raw=False)
-            except Exception:  # noqa: BLE001 - counted as silence, not trusted
-                continue
-            kind = said.get("t") if isinstance(said, dict) else None
-            if kind == "hello":
-                endpoints[name] = said.get("endpoint")
-            elif kind == "state" and _report_shaped(said):
-                self.reports[name] = said
-            elif kind == "log" and name in self.placement:
+            name, message = said.lifeline, said.message
+            if isinstance(message, Hello):
+                if name in self.routes:  # its one hello was heard: this is someone else
+                    self.refused["repeated"] += 1
+                    continue
+                self.routes[name] = said.route
+                if message.plan != self.fingerprint:
+                    self.wrong_plan = (f"lifeline {name} runs another plan: it loaded "
+                                       f"{message.plan}, this run's is {self.fingerprint} "
+                                       f"(its choreography file differs from {self.choreography})")
+                    continue
+                endpoints[name] = message.endpoint
+            elif isinstance(message, State):
+                self.reports[name] = message
+            elif isinstance(message, Log):
+                if name not in self.placement:  # a local lifeline's log is on disk already
+                    self.refused["unexpected"] += 1
+                    continue
                 with open(self._log(name), "a", encoding="utf-8") as log:
-                    log.writelines(f"{line}\n" for line in said.get("lines", ())
-                                   if isinstance(line, str) and "\n" not in line)
+                    log.writelines(f"{line}\n" for line in message.lines)
+            self.beats[name] = time.monotonic()
+
+    def _send(self, control, name: str, message) -> None:
+        """To the control socket ``name`` said hello from (its key checked); nothing before."""
+        route = self.routes.get(name)
+        if route is not None:
+            send(control, message, route)
 
     def _ended(self, children: Children, endpoints, started: float, now: float):
+        if self.wrong_plan is not None:
+            return self._meta(FAILED, self.wrong_plan)
         for name, code in children.exited().items():
-            if self.reports.get(name, {}).get("state") != "end" or code != 0:
+            report = self.reports.get(name)
+            if report is None or report.state != "end" or code != 0:
                 return self._died(name, code, "its process exited")
         if len(endpoints) < len(self.lifelines):
             patience = JOIN_TIMEOUT if self.placement else HELLO_TIMEOUT
@@ -271,34 +286,36 @@ class Supervisor:
         for name in self.lifelines:
             if now - self.beats.get(name, now) > SILENCE:
                 return self._died(name, None, f"no heartbeat for {SILENCE:g} s")
-        ends = [self.reports.get(name, {}) for name in self.lifelines]
-        failed = [r for r in ends if r.get("status") == FAILED]
+        ends = [self.reports.get(name) for name in self.lifelines]
+        failed = [r for r in ends if r is not None and r.status == FAILED]
         if failed:  # one lifeline cannot go on: the run has failed, whatever the others do
-            return self._meta(FAILED, failed[0].get("error"))
-        if all(r.get("state") == "end" for r in ends):
+            return self._meta(FAILED, failed[0].error)
+        if all(r is not None and r.state == "end" for r in ends):
             return self._meta(OK)
         return None
 
-    def _deadlock(self, control, probe):
-        """Mattern's counting, two waves: all idle or ended, as many received as sent, and a
-        probe wave that finds the same counts again."""
+    def _deadlock(self, control) -> bool:
+        """Mattern's counting in two waves: the reports are ``quiet``, a probe wave asks every
+        lifeline again, and every answer to it is quiet with the same counts."""
         reports = [self.reports.get(name) for name in self.lifelines]
-        quiet = all(r is not None and r["state"] in ("idle", "end") for r in reports) and \
-            any(r["state"] == "idle" for r in reports) and \
-            sum(r["sent"] for r in reports) == sum(r["received"] for r in reports)
-        if not quiet:
-            return None
-        counts = [(r["sent"], r["received"]) for r in reports]
-        if probe is None:
-            wave = int(time.monotonic() * 1000)
+        counts = quiet(reports)
+        if counts is None:
+            self.wave = None
+            return False
+        if self.wave is None:
+            wave = next(self.waves)
             for name in self.lifelines:
-                _send(control, name, t="probe", n=wave)
-            return (wave, counts)
-        wave, before = probe
-        answered = all(r.get("probe") == wave for r in reports)
-        if answered and before == counts:
-            return "deadlock"
-        return probe if not answered else None
+                self._send(control, name, Probe(wave))
+            self.wave = (wave, counts)
+            return False
+        wave, before = self.wave
+        if counts != before:  # something happened since the wave left: start another
+            self.wave = None
+            return False
+        if any(r.probe != wave for r in reports):
+            return False  # not every answer is in yet
+        self.wave = None
+        return True
 
     def _died(self, name: str, code, why: str) -> dict:
         signal_number = -code if code is not None and code < 0 else None
@@ -316,9 +333,11 @@ class Supervisor:
         if error:
             meta["error"] = error
         meta["results"] = self._results()
-        rejected = {name: r["rejected"] for name, r in self.reports.items() if r.get("rejected")}
+        rejected = {name: r.rejected for name, r in self.reports.items() if r.rejected}
         if rejected:
             meta["rejected_frames"] = rejected
+        if self.refused:
+            meta["rejected_control"] = dict(self.refused)
         return meta
 
 
@@ -329,23 +348,3 @@ def lifeline_command(name: str) -> list[str]:
     installed = os.path.join(os.path.dirname(sys.executable), "cpl")
     head = [installed] if os.access(installed, os.X_OK) else [sys.executable, "-m", "runtime.cli"]
     return [*head, "lifeline", name, "--stdin"]
-
-
-def _report_shaped(said: dict) -> bool:
-    """A lifeline's state report as the deadlock counting and the results need it (with
-    ``--insecure`` anyone on the network can reach the control socket)."""
-    return (said.get("state") in ("idle", "busy", "end") and type(said.get("sent")) is int
-            and type(said.get("received")) is int and isinstance(said.get("results"), dict)
-            and isinstance(said.get("waiting"), list)
-            and all(isinstance(w, str) for w in said["waiting"])
-            and isinstance(said.get("rejected", {}), dict)
-            and (said.get("error") is None or isinstance(said.get("error"), str)))
-
-
-def _send(control, name: str, **fields) -> None:
-    try:
-        control.send_multipart([name.encode("utf-8"), msgpack.packb(fields, use_bin_type=True)],
-                               zmq.NOBLOCK)
-    except zmq.ZMQError:
-        pass
-

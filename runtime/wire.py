@@ -29,6 +29,7 @@ import collections
 import msgpack
 
 from choreo import model
+from choreo.machine import Message
 from cpl.monitor import Metadata, MetadataError
 from cpl.trace import value_problem
 from cpl.lang import UNSET
@@ -90,9 +91,10 @@ class Inbound:
         self.last_clock: dict[str, int] = {}
         self.rejected: collections.Counter = collections.Counter()
 
-    def check(self, frame: bytes, taken: int, signer: str | None = None):
-        """The ``Message`` fields of a valid frame, or ``FrameRejected``; ``taken`` is how
-        many events this lifeline has taken (no sender can have seen more of them).
+    def check(self, frame: bytes, taken: int, signer: str | None = None) -> Message:
+        """The ``Message`` a valid frame carries to this lifeline, or ``FrameRejected``;
+        ``taken`` is how many events this lifeline has taken (no sender can have seen more
+        of them).
 
         ``signer`` is the lifeline CURVE authenticated as the frame's sender (the ZAP
         ``User-Id``), when there is one: a frame that claims another sender is an
@@ -105,7 +107,7 @@ class Inbound:
             self.rejected[rejected.reason] += 1
             raise
 
-    def _check(self, frame: bytes, taken: int, signer: str | None):
+    def _check(self, frame: bytes, taken: int, signer: str | None) -> Message:
         if len(frame) > MAX_FRAME:
             raise FrameRejected("oversized", f"{len(frame)} bytes (at most {MAX_FRAME})")
         try:
@@ -162,8 +164,8 @@ class Inbound:
                     raise FrameRejected("metadata", f"a variable view {problem}")
         self._check_clock(sender, metadata.vc, taken)
         self.last_seq[sender] = seq
-        return (kind, ident, tuple(path)), sender, values, metadata, label, outcome, \
-            f"{sender}:{seq}"
+        return Message((kind, ident, tuple(path)), sender, self.me, values, metadata, label,
+                       outcome, f"{sender}:{seq}")
 
     def _check_clock(self, sender: str, vc, taken: int) -> None:
         """The sender's own entry grows with every message; nobody saw more of my events

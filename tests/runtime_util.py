@@ -25,10 +25,12 @@ import msgpack
 import zmq
 
 from choreo import load_one
+from choreo.fingerprint import fingerprint
 from choreo.machine import calls
 from choreo.plan import prepare
 from cpl.monitor import offline
 from cpl.semantics import reference
+from runtime import control
 from runtime.connection import Connection, Keys, KeyRing, authenticator, secure_client, \
     secure_server
 from runtime.wire import encode
@@ -233,7 +235,8 @@ class LiveLifeline:
         self.context = zmq.Context()
         self.auth = None
         self.process = None
-        self.last = {}
+        self.route = None  # the lifeline's control socket, from its hello
+        self.last = None  # its latest State
         self.wave = 0
         names = self.plan.lifelines
         if secure:
@@ -262,6 +265,7 @@ class LiveLifeline:
         port = self.control.bind_to_random_port(f"tcp://{self.host}")
         self.connection = Connection(self.run, self.me, f"tcp://{self.host}:{port}", self.host,
                                      str(self.path), None, self.inputs, self.seed,
+                                     fingerprint(self.plan.choreography, self.inputs, self.seed),
                                      str(self.log_path), self.key(self.me))
         self.stderr_path = self.folder / f"{self.me}.stderr.txt"
         with open(self.stderr_path, "wb") as err:
@@ -271,8 +275,8 @@ class LiveLifeline:
                 start_new_session=True)
         self.process.stdin.write(self.connection.to_json().encode() + b"\n")
         self.process.stdin.flush()  # and kept open: its end would end the lifeline
-        hello = self._hear(lambda said: said.get("t") == "hello", 30.0)
-        self.endpoint = hello["endpoint"]
+        hello = self._hear(lambda said: isinstance(said, control.Hello), 30.0)
+        self.endpoint = hello.endpoint
         assert self.endpoint.startswith(f"tcp://{self.host}:")
         endpoints = {self.me: self.endpoint}
         for name in self.plan.lifelines:  # the others' inboxes, where the lifeline's PUSHes go
@@ -280,15 +284,17 @@ class LiveLifeline:
                 inbox = self._socket(zmq.PULL)
                 secure_server(inbox, self.key(name))
                 endpoints[name] = f"tcp://{self.host}:{inbox.bind_to_random_port(f'tcp://{self.host}')}"
-        self.order(t="start", endpoints=endpoints)
+        self.order(control.Start(endpoints))
 
     def key(self, name: str):
         return self.keys[name] if self.keys else None
 
-    def order(self, **fields) -> None:
-        self.control.send_multipart([self.me.encode(), msgpack.packb(fields, use_bin_type=True)])
+    def order(self, message) -> None:
+        """Send the lifeline one ``runtime.control`` message, as its supervisor."""
+        control.send(self.control, message, self.route)
 
-    def _hear(self, wanted, timeout: float) -> dict:
+    def _hear(self, wanted, timeout: float):
+        """The first control message from the lifeline for which ``wanted`` holds."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
@@ -296,26 +302,28 @@ class LiveLifeline:
                                      f"stderr:\n{self.stderr}")
             if not self.control.poll(50):
                 continue
-            identity, frame = self.control.recv_multipart()
-            if frame == b"beat":
-                continue
-            said = msgpack.unpackb(frame, raw=False)
-            if said.get("t") == "state":
-                self.last = said
-            if wanted(said):
-                return said
+            for heard in control.heard(self.control, self.plan.lifelines, self.keys is not None):
+                assert isinstance(heard, control.Heard), heard  # a real lifeline sends none
+                assert heard.lifeline == self.me, heard
+                said = heard.message
+                if isinstance(said, control.Hello):
+                    self.route = heard.route
+                if isinstance(said, control.State):
+                    self.last = said
+                if wanted(said):
+                    return said
         raise AssertionError(f"nothing wanted from {self.me} within {timeout} s "
                              f"(last state {self.last}); stderr:\n{self.stderr}")
 
-    def probe(self) -> dict:
+    def probe(self) -> control.State:
         """The lifeline's state now (a probe, answered after it drained its inbox)."""
         self.wave += 1
         wave = self.wave
-        self.order(t="probe", n=wave)
-        return self._hear(lambda said: said.get("t") == "state" and said.get("probe") == wave,
+        self.order(control.Probe(wave))
+        return self._hear(lambda said: isinstance(said, control.State) and said.probe == wave,
                           10.0)
 
-    def until(self, predicate, timeout: float = 10.0) -> dict:
+    def until(self, predicate, timeout: float = 10.0) -> control.State:
         """Probe until ``predicate(state)`` holds; the state (AssertionError if it never does)."""
         deadline = time.monotonic() + timeout
         while True:
@@ -327,14 +335,14 @@ class LiveLifeline:
                                      f"\nstderr:\n{self.stderr}")
             time.sleep(0.02)
 
-    def settled(self, predicate, quiet: float = 0.3) -> dict:
+    def settled(self, predicate, quiet: float = 0.3) -> control.State:
         """``until(predicate)`` holds and the lifeline is not busy taking events, and still
         so after ``quiet`` seconds (nothing more came)."""
-        first = self.until(lambda state: state["state"] != "busy" and predicate(state))
+        first = self.until(lambda state: state.state != "busy" and predicate(state))
         time.sleep(quiet)
         again = self.probe()
-        assert (again["received"], again["taken"], again["rejected"]) == \
-            (first["received"], first["taken"], first["rejected"]), (first, again)
+        assert (again.received, again.taken, again.rejected) == \
+            (first.received, first.taken, first.rejected), (first, again)
         return again
 
     def peer(self, name: str, keys: Keys | None = None):
@@ -376,7 +384,7 @@ class LiveLifeline:
         code = None
         try:
             if self.alive:
-                self.order(t="stop")
+                self.order(control.Stop())
                 try:
                     code = self.process.wait(5)
                 except subprocess.TimeoutExpired:

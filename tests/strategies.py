@@ -194,3 +194,12 @@ def mutated(draw, texts: st.SearchStrategy[str], max_edits: int = 3) -> str:
         elif i + 1 < len(text):
             text = text[:i] + text[i + 1] + text[i] + text[i + 2:]
     return text
+
+
+def msgpack_values() -> st.SearchStrategy:
+    """Small values of every type msgpack decodes (bytes, floats, 64-bit ints, nesting): what
+    a hostile frame's fields may hold."""
+    return st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) |
+                        st.floats() | st.text(max_size=5) | st.binary(max_size=5),
+                        lambda inner: st.lists(inner, max_size=3) |
+                        st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=8)

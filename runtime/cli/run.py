@@ -78,6 +78,9 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             meta, results = dict(result.trace.meta), result.results
         else:
             from ..supervisor import Supervisor
+            if args.insecure:
+                print("cpl run: --insecure: no keys, so anyone who can reach this run's ports "
+                      "can read its messages and steer the run", file=sys.stderr, flush=True)
             listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
                 else ("127.0.0.1", None)
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
