@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
 import tempfile
+import time
 
 import attrs
 
@@ -25,6 +27,7 @@ def cmd_run(args) -> int:
     from choreo import load_one
     from choreo.plan import prepare
 
+    began = _process_start()  # --timeout counts from here: the whole wait of the user
     if args.sim and (args.hosts or args.insecure):
         raise UsageError(f"{'--hosts' if args.hosts else '--insecure'} is for a run over "
                          f"processes; --sim runs every lifeline in this process")
@@ -34,6 +37,11 @@ def cmd_run(args) -> int:
     if not args.sim and args.max_steps is not None:
         raise UsageError("--max-steps counts the simulator's steps (--sim); a run over "
                          "processes stops with --timeout SECONDS")
+    if args.join_timeout is not None and not args.hosts:
+        raise UsageError("--join-timeout is how long to wait for the lifelines placed with "
+                         "--hosts")
+    if args.join_timeout is not None and not 0 < args.join_timeout < math.inf:
+        raise UsageError(f"--join-timeout {args.join_timeout:g}: give a number of seconds > 0")
     render_format = _render_format(args.render)
     plan = prepare(load_one(args.choreo, args.name))
     inputs = plan.inputs(args.arg)
@@ -42,13 +50,13 @@ def cmd_run(args) -> int:
         handle, trace_path = tempfile.mkstemp(suffix=".jsonl", prefix="cpl-run-")
         os.close(handle)
         try:
-            return _run(args, plan, inputs, trace_path, render_format)
+            return _run(args, plan, inputs, trace_path, render_format, began)
         finally:
             os.unlink(trace_path)
-    return _run(args, plan, inputs, trace_path, render_format)
+    return _run(args, plan, inputs, trace_path, render_format, began)
 
 
-def _run(args, plan, inputs, trace_path, render_format) -> int:
+def _run(args, plan, inputs, trace_path, render_format, began: float) -> int:
     from choreo.status import EXIT_CODES
     from cpl.trace import TraceWriter
 
@@ -73,13 +81,15 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
                                             schedule=args.schedule or "random")
             meta, results = dict(result.trace.meta), result.results
         else:
+            from .launchers import launchers_for
             from .supervisor import Supervisor
             listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
-                else ("127.0.0.1", None)
+                else ("127.0.0.1", {})
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
                                     secure=not args.insecure, timeout=args.timeout,
-                                    host=listen, placement=placement)
-            meta = supervisor.run(write or (lambda event: None))
+                                    host=listen, launchers=launchers_for(
+                                        plan.lifelines, placement, args.join_timeout))
+            meta = supervisor.run(write or (lambda event: None), began)
             results = meta.get("results", {})
         for lifeline in plan.lifelines:  # results first, then the trace
             names = plan.choreography.results.get(lifeline) or tuple(results.get(lifeline, ()))
@@ -96,6 +106,18 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     if args.render:
         code = _render_run(trace_path, args.render, render_format) or code
     return code
+
+
+def _process_start() -> float:
+    """When this process started, on the ``time.monotonic()`` clock (on Linux, from
+    ``/proc/self/stat``, to 10 ms); elsewhere now."""
+    try:
+        with open("/proc/self/stat", "rb") as handle:
+            ticks = int(handle.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime
+        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.monotonic()
+    return time.monotonic() - max(0.0, age)
 
 
 def _render_format(path: str | None) -> str | None:
@@ -200,6 +222,9 @@ def add_run_commands(commands) -> None:
     run.add_argument("--hosts", metavar="FILE",
                      help='place lifelines on other hosts: JSON {"supervisor": "HOST", '
                      '"hosts": {"HOST": ["Lifeline", ...]}}; the others run here')
+    run.add_argument("--join-timeout", type=float, metavar="SECONDS",
+                     help="with --hosts: how long to wait for the placed lifelines to join "
+                     "(default 300; then the run ends 'not joined')")
     run.add_argument("--insecure", action="store_true",
                      help="no CURVE encryption or authentication between processes (debugging)")
     run.set_defaults(run=cmd_run)

@@ -51,7 +51,7 @@ class Connection:
     name: str | None  # which choreography in it
     inputs: dict = attrs.field(eq=False)
     seed: int
-    log: str  # this lifeline's event log (JSON Lines, one event per line)
+    log: str  # this lifeline's event log (JSON Lines, one event per line); "": shipped
     keys: Keys | None  # None: --insecure
 
     def to_json(self) -> str:
