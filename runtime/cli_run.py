@@ -24,10 +24,10 @@ from .usage import UsageError
 
 
 def cmd_run(args) -> int:
+    began = time.monotonic()  # --timeout counts from here, loading the choreography included
     from choreo import load_one
     from choreo.plan import prepare
 
-    began = _process_start()  # --timeout counts from here: the whole wait of the user
     if args.sim and (args.hosts or args.insecure):
         raise UsageError(f"{'--hosts' if args.hosts else '--insecure'} is for a run over "
                          f"processes; --sim runs every lifeline in this process")
@@ -106,18 +106,6 @@ def _run(args, plan, inputs, trace_path, render_format, began: float) -> int:
     if args.render:
         code = _render_run(trace_path, args.render, render_format) or code
     return code
-
-
-def _process_start() -> float:
-    """When this process started, on the ``time.monotonic()`` clock (on Linux, from
-    ``/proc/self/stat``, to 10 ms); elsewhere now."""
-    try:
-        with open("/proc/self/stat", "rb") as handle:
-            ticks = int(handle.read().rsplit(b")", 1)[1].split()[19])  # field 22, starttime
-        age = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError, AttributeError):
-        return time.monotonic()
-    return time.monotonic() - max(0.0, age)
 
 
 def _render_format(path: str | None) -> str | None:
