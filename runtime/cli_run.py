@@ -15,7 +15,6 @@ import os
 import signal
 import sys
 import tempfile
-import time
 
 import attrs
 
@@ -24,7 +23,6 @@ from .usage import UsageError
 
 
 def cmd_run(args) -> int:
-    began = time.monotonic()  # --timeout counts from here, loading the choreography included
     from choreo import load_one
     from choreo.plan import prepare
 
@@ -50,13 +48,13 @@ def cmd_run(args) -> int:
         handle, trace_path = tempfile.mkstemp(suffix=".jsonl", prefix="cpl-run-")
         os.close(handle)
         try:
-            return _run(args, plan, inputs, trace_path, render_format, began)
+            return _run(args, plan, inputs, trace_path, render_format)
         finally:
             os.unlink(trace_path)
-    return _run(args, plan, inputs, trace_path, render_format, began)
+    return _run(args, plan, inputs, trace_path, render_format)
 
 
-def _run(args, plan, inputs, trace_path, render_format, began: float) -> int:
+def _run(args, plan, inputs, trace_path, render_format) -> int:
     from choreo.status import EXIT_CODES
     from cpl.trace import TraceWriter
 
@@ -89,7 +87,7 @@ def _run(args, plan, inputs, trace_path, render_format, began: float) -> int:
                                     secure=not args.insecure, timeout=args.timeout,
                                     host=listen, launchers=launchers_for(
                                         plan.lifelines, placement, args.join_timeout))
-            meta = supervisor.run(write or (lambda event: None), began)
+            meta = supervisor.run(write or (lambda event: None))
             results = meta.get("results", {})
         for lifeline in plan.lifelines:  # results first, then the trace
             names = plan.choreography.results.get(lifeline) or tuple(results.get(lifeline, ()))

@@ -72,15 +72,14 @@ class Supervisor:
         return {name: Keys(pairs[name][0], pairs[name][1], pairs[""][0], public)
                 for name in pairs}
 
-    def run(self, write, began: float | None = None) -> dict:
+    def run(self, write) -> dict:
         """Run to the end, writing each merged event with ``write``; returns the meta.
-        ``--timeout`` counts from ``began`` (on the ``time.monotonic()`` clock; default now).
 
         Everything the run holds is in the one scope below and is released on every
         path (an error of ours, a second Ctrl-C), in reverse order: the lifelines (ended
         by their launchers) and the connection files, the ZAP handler, the ZeroMQ
         context with its sockets, the SIGTERM handler, the run's temp folder."""
-        began = time.monotonic() if began is None else began
+        began = time.monotonic()  # --timeout counts from here, the lifelines' start-up included
         with contextlib.ExitStack() as scope:
             self.folder = scope.enter_context(
                 tempfile.TemporaryDirectory(prefix="cpl-run-", ignore_cleanup_errors=True))
