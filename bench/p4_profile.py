@@ -5,7 +5,7 @@
 
 Runs ``cpl run bench/p4_stream.py`` in this process with the lifeline named
 (A or B) started as ``python -m cProfile -o OUT -m runtime.cli lifeline NAME
---stdin`` instead of ``cpl lifeline NAME --stdin`` (``runtime.supervisor``'s
+--stdin`` instead of ``cpl lifeline NAME --stdin`` (``runtime.launchers``'
 ``lifeline_command`` is replaced here, for this process only), then prints
 the top of the profile (cProfile slows the many small Python calls down: read the
 shares, not the absolute times).  With ``--cpu``, no profiler: every lifeline
@@ -24,7 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import runtime.supervisor as supervisor  # noqa: E402
+import runtime.launchers as launchers  # noqa: E402
 from runtime.cli import main as cpl  # noqa: E402
 
 
@@ -51,7 +51,7 @@ def main() -> int:
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args()
     out = str(Path(args.out or f"p4-{args.lifeline}.prof").resolve())
-    original = supervisor.lifeline_command
+    original = launchers.lifeline_command
 
     def command(name):
         if args.cpu:
@@ -61,7 +61,7 @@ def main() -> int:
         return [sys.executable, "-m", "cProfile", "-o", out, "-m", "runtime.cli", "lifeline",
                 name, "--stdin"]
 
-    supervisor.lifeline_command = command
+    launchers.lifeline_command = command
     code = cpl(["run", str(Path(__file__).resolve().parent / "p4_stream.py"), "--arg",
                 f"count={args.count}"] + (["--insecure"] if args.insecure else []))
     if args.cpu:

@@ -52,7 +52,7 @@ class Connection:
     inputs: dict = attrs.field(eq=False)
     seed: int
     fingerprint: str  # of the plan the supervisor loaded (choreo.fingerprint): ours must match
-    log: str  # this lifeline's event log (JSON Lines, one event per line)
+    log: str  # this lifeline's event log (JSON Lines, one event per line); "": shipped
     keys: Keys | None  # None: --insecure
 
     def to_json(self) -> str:

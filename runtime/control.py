@@ -36,7 +36,7 @@ SILENCE = 5.0  # seconds without a lifeline's heartbeat: it is dead
 SUPERVISOR_SILENCE = 10.0  # seconds without a word from the supervisor: it is gone
 HELLO_TIMEOUT = 60.0  # seconds for every lifeline to load its choreography and say hello
 JOIN_TIMEOUT = 300.0  # the same when lifelines are started by hand on other hosts
-STOP_GRACE = 5.0  # seconds a stopped lifeline has to say its last words and exit
+STOP_GRACE = 0.3  # seconds the lifelines have, after stop, for their last words
 
 MAX_CONTROL = 64 << 20  # bytes in one control frame; also the supervisor's ZMQ_MAXMSGSIZE
 LOG_BATCH = 1 << 20  # bytes of log lines a lifeline ships in one frame (one line may be more)

@@ -1,23 +1,24 @@
-"""``cpl run`` over processes: one OS process per lifeline, owned in one visible scope.
+"""``cpl run`` over processes: one OS process per lifeline, every resource in one scope.
 
-The supervisor binds a ROUTER control socket, starts ``cpl lifeline NAME``
-for every lifeline inside a :class:`Children` block — which, however the
-block is left, stops every child it started (SIGTERM, then SIGKILL) — hands
-each child its connection through a private pipe, waits for every
-``hello``, sends ``start`` with all inbox addresses, and then watches
-(every control frame taken from the lifeline whose key signed it,
-:mod:`runtime.control`):
+The supervisor binds a ROUTER control socket and has its launchers
+(:mod:`runtime.launchers`: child processes here, lifelines joining from other
+hosts) start every lifeline, each with its connection.  It pings each
+lifeline from its ``hello`` on, sends ``start`` with all inbox addresses once
+every lifeline said hello, and then watches (every control frame taken from
+the lifeline whose key signed it, :mod:`runtime.control`):
 
 * a lifeline whose process exits, or whose heartbeats stop, has **died**;
+* a lifeline that has not said hello when its launcher's patience is over
+  has **not joined**;
 * every lifeline ended → **ok**, or **failed** if one of them failed;
 * all idle and as many messages received as sent, twice in a row with
   nothing else said in between (a probe wave) → **deadlock**;
 * ``--timeout`` → **timeout**; Ctrl-C or SIGTERM → **interrupted**.
 
-Then it says ``stop``, lets the children finish their logs, and merges the
-logs into the trace (:mod:`runtime.merge`) with ``meta`` saying how the run
-ended.  A child's standard input is the supervisor's pipe: if the supervisor
-is killed, the pipe closes and every child exits.
+Then it says ``stop``, hears the lifelines' last words for at most
+``STOP_GRACE`` (a lifeline inside a blocking action cannot answer: its
+launcher ends it), and merges the logs into the trace (:mod:`runtime.merge`)
+with ``meta`` saying how the run ended.
 """
 
 from __future__ import annotations
@@ -26,10 +27,7 @@ import collections
 import contextlib
 import itertools
 import os
-import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import time
 import uuid
@@ -37,68 +35,28 @@ import uuid
 import zmq
 
 from choreo.fingerprint import fingerprint
-from choreo.status import DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT
-from .connection import (Connection, Keys, KeyRing, authenticator, secure_server,
-                         write_connections)
-from .control import (BEAT, HELLO_TIMEOUT, JOIN_TIMEOUT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat,
-                      Hello, Log, Probe, Refused, Start, State, Stop, heard, quiet, send)
+from choreo.status import DEADLOCK, DIED, FAILED, INTERRUPTED, NOT_JOINED, OK, TIMEOUT
+from .connection import Connection, Keys, KeyRing, authenticator, secure_server
+from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat, Hello, Log, Probe, Refused,
+                      Start, State, Stop, heard, quiet, send)
+from .launchers import Launcher, LocalProcesses
 from .merge import merge, read_log
 
 
-class Children:
-    """Every child process of one run, stopped when the block is left, whatever happens."""
-
-    def __init__(self):
-        self.processes: dict[str, subprocess.Popen] = {}
-
-    def __enter__(self):
-        return self
-
-    def start(self, name: str, command: list[str], connection: Connection) -> None:
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, start_new_session=True)
-        self.processes[name] = process
-        process.stdin.write(connection.to_json().encode("utf-8") + b"\n")
-        process.stdin.flush()  # the pipe stays open: its end tells the child we are gone
-
-    def exited(self) -> dict[str, int]:
-        return {name: p.returncode for name, p in self.processes.items() if p.poll() is not None}
-
-    def wait(self, grace: float) -> None:
-        deadline = time.monotonic() + grace
-        for process in self.processes.values():
-            try:
-                process.wait(max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                pass
-
-    def __exit__(self, *exc) -> None:
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.terminate()
-        self.wait(2.0)
-        for process in self.processes.values():
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-            if process.stdin:
-                try:
-                    process.stdin.close()
-                except OSError:
-                    pass
-
-
 class Supervisor:
-    """One run over processes; ``placement`` maps lifelines to other hosts (``--hosts``)."""
+    """One run over processes, its lifelines placed by ``launchers`` (default: all here)."""
 
     def __init__(self, plan, choreography: str, name: str | None, inputs: dict, seed: int, *,
                  secure: bool = True, timeout: float | None = None, host: str = "127.0.0.1",
-                 placement: dict[str, str] | None = None, join_folder: str = "."):
+                 launchers: list[Launcher] | None = None):
         self.plan, self.inputs, self.seed, self.timeout = plan, inputs, seed, timeout
         self.choreography, self.name, self.host = os.path.abspath(choreography), name, host
         self.run_id = uuid.uuid4().hex[:16]  # 64 bits name a run well enough; every frame holds it
         self.lifelines = plan.lifelines
-        self.placement = placement or {}  # lifeline -> host, for those not started here
-        self.join_folder = join_folder
+        self.launchers = launchers if launchers is not None else [LocalProcesses(self.lifelines)]
+        placed = [name for launcher in self.launchers for name in launcher.lifelines]
+        if sorted(placed) != sorted(self.lifelines):
+            raise ValueError(f"the launchers place {placed}: not every lifeline once")
         self.keys = self._keys() if secure else None
         self.fingerprint = fingerprint(plan.choreography, inputs, seed)
         self.reports: dict[str, State] = {}
@@ -108,9 +66,12 @@ class Supervisor:
         self.wrong_plan: str | None = None  # why a lifeline's hello was refused, if one was
         self.waves = itertools.count(1)
         self.wave: tuple[int, tuple] | None = None  # a probe wave out, and the counts it checks
-        self.started = False
-        self.invitations: list[str] = []  # the connection files written for other hosts
-        self.folder = tempfile.mkdtemp(prefix="cpl-run-")
+        self.endpoints: dict[str, str] = {}  # lifeline -> its inbox, from its hello
+        self.connections: dict[str, Connection] = {}  # as the launchers handed them out
+        self.shipping: set[str] = set()  # lifelines that send their log lines to us
+        self.joining: dict[str, tuple[float, float]] = {}  # lifeline -> (launched, patience)
+        self.started_at: float | None = None
+        self.folder = ""  # the run's temp folder (the local logs), while it runs
 
     def _keys(self) -> dict:
         pairs = {name: Keys.pair() for name in (*self.lifelines, "")}  # "": the supervisor
@@ -119,116 +80,106 @@ class Supervisor:
                 for name in pairs}
 
     def run(self, write) -> dict:
-        """Run to the end, writing each merged event with ``write``; returns the meta."""
-        context = zmq.Context()
-        auth = None
-        previous = signal.signal(signal.SIGTERM, signal.default_int_handler)  # as Ctrl-C
-        try:
+        """Run to the end, writing each merged event with ``write``; returns the meta.
+
+        Everything the run holds is in the one scope below and is released on every
+        path (an error of ours, a second Ctrl-C), in reverse order: the lifelines (ended
+        by their launchers) and the connection files, the ZAP handler, the ZeroMQ
+        context with its sockets, the SIGTERM handler, the run's temp folder."""
+        began = time.monotonic()  # --timeout counts from here, the lifelines' start-up included
+        with contextlib.ExitStack() as scope:
+            self.folder = scope.enter_context(
+                tempfile.TemporaryDirectory(prefix="cpl-run-", ignore_cleanup_errors=True))
+            scope.enter_context(_sigterm_as_ctrl_c())
+            context = zmq.Context()
+            scope.callback(context.destroy, 0)  # closes every socket left (linger 0), then terms
             if self.keys:
-                auth = authenticator(context, KeyRing(self.keys[""].lifelines))
+                scope.callback(authenticator(context, KeyRing(self.keys[""].lifelines)).stop)
             control = context.socket(zmq.ROUTER)
             control.linger = 0
             control.maxmsgsize = MAX_CONTROL
             secure_server(control, self.keys[""] if self.keys else None)
-            port = control.bind_to_random_port(f"tcp://{self.host}")
-            address = f"tcp://{self.host}:{port}"
-            with Children() as children:
-                for name in self.lifelines:
-                    if name not in self.placement:
-                        children.start(name, lifeline_command(name),
-                                       self._connection(name, address))
-                self._invite(address)
-                meta = self._watch(control, children)
-                for name in self.lifelines:
-                    self._send(control, name, Stop())
-                self._last_words(control, children)
-                meta["results"] = self._results()
-            control.close(0)
-        finally:
-            signal.signal(signal.SIGTERM, previous)
-            if auth is not None:
-                auth.stop()
-            context.term()
-        for path in self.invitations:  # their keys are of no use after the run
-            with contextlib.suppress(OSError):
-                os.remove(path)
-        logs = {name: read_log(self._log(name), name) for name in self.lifelines}
-        meta.update(merge(logs, self.lifelines, write))
-        shutil.rmtree(self.folder, ignore_errors=True)
+            address = f"tcp://{self.host}:{control.bind_to_random_port(f'tcp://{self.host}')}"
+            try:
+                for launcher in self.launchers:
+                    scope.enter_context(launcher)
+                    self._launch(launcher, address)
+                meta = self._watch(control, began)
+            except KeyboardInterrupt:
+                meta = self._meta(INTERRUPTED, "interrupted")
+            self._stop(control)
+            meta["results"] = self._results()
+            logs = {name: read_log(self._log(name), name) for name in self.lifelines}
+            meta.update(merge(logs, self.lifelines, write))
         return meta
 
     def _log(self, name: str) -> str:
         return os.path.join(self.folder, f"{self.lifelines.index(name)}.jsonl")
 
-    def _connection(self, name: str, address: str) -> Connection:
-        """A local lifeline logs to this host's disk; a remote one ships its log lines."""
-        remote = name in self.placement
-        return Connection(self.run_id, name, address, self.placement.get(name, self.host),
-                          self.choreography, self.name, self.inputs, self.seed, self.fingerprint,
-                          "" if remote else self._log(name),
-                          self.keys[name] if self.keys else None)
+    def _launch(self, launcher: Launcher, address: str) -> None:
+        """Start ``launcher``'s lifelines from drafts that log to this host's disk and bind
+        on the supervisor's address; the launcher may place them elsewhere."""
+        drafts = {name: Connection(self.run_id, name, address, self.host, self.choreography,
+                                   self.name, self.inputs, self.seed, self.fingerprint,
+                                   self._log(name),
+                                   self.keys[name] if self.keys else None)
+                  for name in launcher.lifelines}
+        handed = launcher.launch(drafts)
+        launched = time.monotonic()
+        for name, connection in handed.items():
+            self.connections[name] = connection
+            self.joining[name] = (launched, launcher.patience)
+            if not connection.log:
+                self.shipping.add(name)
 
-    def _invite(self, address: str) -> None:
-        """Write one connection file per other host (mode 0600) and print the commands."""
-        hosts: dict[str, list[str]] = {}
-        for name, host in self.placement.items():
-            hosts.setdefault(host, []).append(name)
-        if not hosts:
-            return
-        print(f"cpl run: waiting {JOIN_TIMEOUT:g} s for {len(hosts)} host(s); copy each "
-              f"connection file there (it holds secret keys: keep it private) and run:",
-              file=sys.stderr)
-        for host, names in hosts.items():
-            path = os.path.abspath(os.path.join(self.join_folder,
-                                                f"cpl-{self.run_id[:8]}-{host}.json"))
-            write_connections(path, [self._connection(name, address) for name in names])
-            self.invitations.append(path)
-            for name in names:
-                print(f"  on {host}: cpl lifeline {name} --join {address} --connection {path}",
-                      file=sys.stderr, flush=True)
+    def _watch(self, control, began: float) -> dict:
+        """Until the run ends: ``start`` once every lifeline said hello; pings to each from
+        its hello on (a lifeline waiting for a late join knows we live); an end looked for
+        after every frame and every 0.1 s."""
+        deadline = None if self.timeout is None else began + self.timeout
+        pinged = time.monotonic()
+        while True:
+            if control.poll(100):
+                self._hear(control, self.endpoints)
+            now = time.monotonic()
+            if self.started_at is None and len(self.endpoints) == len(self.lifelines):
+                for name in self.lifelines:
+                    self._send(control, name, Start(self.endpoints))
+                self.started_at = now
+            if now - pinged > BEAT:
+                for name in self.endpoints:
+                    self._send(control, name, Beat())
+                pinged = now
+            ended = self._ended(now)
+            if ended is not None:
+                return ended
+            if deadline is not None and now > deadline:
+                return self._meta(TIMEOUT, f"stopped after {self.timeout:g} s (--timeout)")
+            if self._deadlock(control):
+                waits = [w for r in self.reports.values() for w in r.waiting]
+                return self._meta(DEADLOCK, "deadlock: no event can happen; "
+                                  + "; ".join(waits))
 
-    def _watch(self, control, children: Children) -> dict:
-        started = time.monotonic()
-        deadline = None if self.timeout is None else started + self.timeout
-        endpoints: dict[str, str] = {}
-        pinged = started
-        try:
-            while True:
-                if control.poll(100):
-                    self._hear(control, endpoints)
-                if len(endpoints) == len(self.lifelines) and not self.started:
-                    for name in self.lifelines:
-                        self._send(control, name, Start(endpoints))
-                    self.started = True
-                now = time.monotonic()
-                if self.started and now - pinged > BEAT:  # we live: lifelines wait for us
-                    for name in self.lifelines:
-                        self._send(control, name, Beat())
-                    pinged = now
-                ended = self._ended(children, endpoints, started, now)
-                if ended is not None:
-                    return ended
-                if deadline is not None and now > deadline:
-                    return self._meta(TIMEOUT, f"stopped after {self.timeout:g} s (--timeout)")
-                if self._deadlock(control):
-                    waits = [w for r in self.reports.values() for w in r.waiting]
-                    return self._meta(DEADLOCK, "deadlock: no event can happen; "
-                                      + "; ".join(waits))
-        except KeyboardInterrupt:
-            return self._meta(INTERRUPTED, "interrupted")
-
-    def _last_words(self, control, children: Children) -> None:
-        """After ``stop``: every lifeline's final report (its results), until all have said
-        it or exited — at most ``STOP_GRACE`` seconds."""
+    def _stop(self, control) -> None:
+        """Say ``stop``; hear the last words (final reports, shipped log lines) of every
+        lifeline that said hello, for at most ``STOP_GRACE``; the launchers end the rest."""
         deadline = time.monotonic() + STOP_GRACE
+        for name in self.lifelines:
+            self._send(control, name, Stop())
+        self._last_words(control, deadline)
+        for launcher in self.launchers:
+            launcher.stop()
+
+    def _last_words(self, control, deadline: float) -> None:
+        """Until ``deadline``, or until every lifeline that said hello (the others cannot
+        hear ``stop``) has given its final report or ended."""
         while time.monotonic() < deadline:
-            finished = set(children.exited()) | {name for name, r in self.reports.items()
-                                                  if r.final}
-            if finished >= set(self.lifelines):
-                break
+            finished = {name for launcher in self.launchers for name in launcher.ended()} | \
+                {name for name, report in self.reports.items() if report.final}
+            if finished >= set(self.endpoints):
+                return
             if control.poll(50):
                 self._hear(control, {})
-        children.wait(max(0.0, deadline - time.monotonic()))
 
     def _results(self) -> dict:
         return {name: self.reports[name].results for name in self.lifelines
@@ -256,7 +207,7 @@ class Supervisor:
             elif isinstance(message, State):
                 self.reports[name] = message
             elif isinstance(message, Log):
-                if name not in self.placement:  # a local lifeline's log is on disk already
+                if name not in self.shipping:  # a local lifeline's log is on disk already
                     self.refused["unexpected"] += 1
                     continue
                 with open(self._log(name), "a", encoding="utf-8") as log:
@@ -269,22 +220,20 @@ class Supervisor:
         if route is not None:
             send(control, message, route)
 
-    def _ended(self, children: Children, endpoints, started: float, now: float):
+    def _ended(self, now: float):
         if self.wrong_plan is not None:
             return self._meta(FAILED, self.wrong_plan)
-        for name, code in children.exited().items():
-            report = self.reports.get(name)
-            if report is None or report.state != "end" or code != 0:
-                return self._died(name, code, "its process exited")
-        if len(endpoints) < len(self.lifelines):
-            patience = JOIN_TIMEOUT if self.placement else HELLO_TIMEOUT
-            if now - started > patience:
-                missing = sorted(set(self.lifelines) - set(endpoints))
-                return self._meta(DIED, f"{', '.join(missing)} did not join within "
-                                  f"{patience:g} s")
-            return None
-        for name in self.lifelines:
-            if now - self.beats.get(name, now) > SILENCE:
+        for launcher in self.launchers:
+            for name, code in launcher.ended().items():
+                report = self.reports.get(name)
+                if report is None or report.state != "end" or code != 0:
+                    return self._died(name, code, "its process exited")
+        if self.started_at is None:
+            late = [name for name in self.lifelines if name not in self.endpoints
+                    and now - self.joining[name][0] > self.joining[name][1]]
+            return self._not_joined(late) if late else None
+        for name in self.lifelines:  # silent since the start: waiting for a join was no silence
+            if now - max(self.beats.get(name, now), self.started_at) > SILENCE:
                 return self._died(name, None, f"no heartbeat for {SILENCE:g} s")
         ends = [self.reports.get(name) for name in self.lifelines]
         failed = [r for r in ends if r is not None and r.status == FAILED]
@@ -326,10 +275,18 @@ class Supervisor:
                         "signal": signal_number}
         return meta
 
+    def _not_joined(self, names: list[str]) -> dict:
+        waited = max(self.joining[name][1] for name in names)
+        meta = self._meta(NOT_JOINED, f"not joined: {', '.join(names)} (no hello within "
+                          f"{waited:g} s)")
+        meta["not_joined"] = names
+        return meta
+
     def _meta(self, status: str, error: str | None = None) -> dict:
         meta = {"choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
                 "status": status, "run": self.run_id, "processes": True,
-                "hosts": {name: self.placement.get(name, self.host) for name in self.lifelines}}
+                "hosts": {name: self.connections[name].host for name in self.lifelines
+                          if name in self.connections}}
         if error:
             meta["error"] = error
         meta["results"] = self._results()
@@ -341,10 +298,12 @@ class Supervisor:
         return meta
 
 
-def lifeline_command(name: str) -> list[str]:
-    """``cpl lifeline NAME --stdin``: the ``cpl`` script installed beside this Python (so
-    ``ps`` shows ``cpl lifeline NAME``; not a ``cpl`` found on PATH, which may be a shim
-    or another install), else this Python running the same CLI."""
-    installed = os.path.join(os.path.dirname(sys.executable), "cpl")
-    head = [installed] if os.access(installed, os.X_OK) else [sys.executable, "-m", "runtime.cli"]
-    return [*head, "lifeline", name, "--stdin"]
+@contextlib.contextmanager
+def _sigterm_as_ctrl_c():
+    """SIGTERM (``kill``, a service manager) ends the run as Ctrl-C does: interrupted, and
+    the trace says so."""
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

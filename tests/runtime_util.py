@@ -10,6 +10,7 @@ nothing anybody else runs on this machine.  Tests end only those, by pid.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -97,19 +98,36 @@ def wait_until(predicate, timeout: float, step: float = 0.05):
         time.sleep(step)
 
 
+@contextlib.contextmanager
+def ctrl_c_inherited():
+    """Processes started in the block take Ctrl-C (SIGINT) as a terminal's job does, even
+    when this one ignores it (a shell's background job does, and its children inherit
+    that; a handler of ours is reset to the default in the child instead)."""
+    ignored = signal.getsignal(signal.SIGINT) == signal.SIG_IGN
+    if ignored:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if ignored:
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Cpl:
-    """One ``cpl ...`` process of a test: its output in files, every process it started
-    killed (by pid, found by tag) when the block is left."""
+    """One ``cpl ...`` process of a test, in a process group of its own as a terminal's
+    job: its output in files, every process it started killed (by pid, found by tag) when
+    the block is left."""
 
     def __init__(self, folder: Path, *args: str):
         self.tag = uuid.uuid4().hex
         self.folder = Path(folder)
         self.out_path = self.folder / f"out.{self.tag[:8]}.txt"
         self.err_path = self.folder / f"err.{self.tag[:8]}.txt"
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err, \
+                ctrl_c_inherited():
             self.process = subprocess.Popen([*CPL, *args], stdout=out, stderr=err,
                                             stdin=subprocess.DEVNULL, cwd=self.folder,
-                                            env=tagged_env(self.tag))
+                                            env=tagged_env(self.tag), start_new_session=True)
         self.started = time.monotonic()
 
     def __enter__(self):
@@ -120,6 +138,10 @@ class Cpl:
             self.process.kill()
             self.process.wait(10)
         kill_tagged(self.tag)
+
+    def ctrl_c(self) -> None:
+        """SIGINT to the whole process group, as a terminal's Ctrl-C."""
+        os.killpg(self.process.pid, signal.SIGINT)
 
     def wait(self, timeout: float) -> int:
         try:

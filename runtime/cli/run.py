@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import signal
 import sys
@@ -37,6 +38,11 @@ def cmd_run(args) -> int:
     if not args.sim and args.max_steps is not None:
         raise UsageError("--max-steps counts the simulator's steps (--sim); a run over "
                          "processes stops with --timeout SECONDS")
+    if args.join_timeout is not None and not args.hosts:
+        raise UsageError("--join-timeout is how long to wait for the lifelines placed with "
+                         "--hosts")
+    if args.join_timeout is not None and not 0 < args.join_timeout < math.inf:
+        raise UsageError(f"--join-timeout {args.join_timeout:g}: give a number of seconds > 0")
     render_format = _render_format(args.render)
     plan = prepare(load_one(args.choreo, args.name))
     inputs = plan.inputs(args.arg)
@@ -77,15 +83,17 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
                                             schedule=args.schedule or RANDOM)
             meta, results = dict(result.trace.meta), result.results
         else:
+            from ..launchers import launchers_for
             from ..supervisor import Supervisor
             if args.insecure:
                 print("cpl run: --insecure: no keys, so anyone who can reach this run's ports "
                       "can read its messages and steer the run", file=sys.stderr, flush=True)
             listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
-                else ("127.0.0.1", None)
+                else ("127.0.0.1", {})
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
                                     secure=not args.insecure, timeout=args.timeout,
-                                    host=listen, placement=placement)
+                                    host=listen, launchers=launchers_for(
+                                        plan.lifelines, placement, args.join_timeout))
             meta = supervisor.run(write or (lambda event: None))
             results = meta.get("results", {})
         for lifeline in plan.lifelines:  # results first, then the trace
@@ -202,6 +210,9 @@ def add_run_commands(commands) -> None:
     run.add_argument("--hosts", metavar="FILE",
                      help='place lifelines on other hosts: JSON {"supervisor": "HOST", '
                      '"hosts": {"HOST": ["Lifeline", ...]}}; the others run here')
+    run.add_argument("--join-timeout", type=float, metavar="SECONDS",
+                     help="with --hosts: how long to wait for the placed lifelines to join "
+                     "(default 300; then the run ends 'not joined')")
     run.add_argument("--insecure", action="store_true",
                      help="no CURVE encryption or authentication between processes (debugging)")
 

@@ -1,0 +1,172 @@
+"""Where a lifeline runs: the seam between a run's supervisor and the places of its lifelines.
+
+The supervisor speaks to every lifeline only over its control socket (the
+lifeline says ``hello`` with its inbox, hears ``start``, ``ping``, ``stop``,
+reports its state); *how* a lifeline comes to exist is a :class:`Launcher`'s
+business.  A launcher starts (or invites) the lifelines it places, hands each
+its :class:`~runtime.connection.Connection`, and reports the deaths it can
+see.  Local child processes (:class:`LocalProcesses`) and lifelines started by
+hand on other hosts (:class:`Joins`, ``cpl run --hosts``) are two launchers;
+actors on a cluster engine (Ray) would be a third, started from the same
+connections, without a change to the control protocol.
+
+What every launcher guarantees (the supervisor relies on nothing else):
+
+* ``launch(drafts)`` starts or invites each of ``lifelines`` and returns the
+  connections it handed them.  It may change two fields of a draft: ``host``,
+  the address the lifeline binds its inbox on, and ``log``: a path on the
+  supervisor's disk (the draft's) or ``""`` for a lifeline that ships its log
+  lines over the control socket (one on another machine).
+* Each lifeline has ``patience`` seconds from its launch to say ``hello``;
+  after that the run ends ``not joined``.
+* ``ended()`` names the lifelines known to have ended, with their exit status
+  (negative: the signal that ended them; ``None``: unknown).  A death the
+  launcher can observe is reported within two heartbeats (``2 * BEAT`` of
+  the supervisor) of it; one it cannot (a host it does not own) is left to the
+  supervisor's heartbeat silence.
+* ``stop()`` comes once the supervisor said ``stop`` and heard the last words
+  it could (a lifeline held by a blocking action says none): it ends at once,
+  by force, every lifeline it can, so that none writes its log any more.
+* ``close()`` — also leaving the ``with`` block, on every path — ends by force
+  what still runs and releases what the launcher holds (pipes, files).  No
+  lifeline outlives the run: one the launcher cannot end ends itself when it
+  hears ``stop`` or, failing that, when the supervisor has been silent for
+  ``runtime.control.SUPERVISOR_SILENCE``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+
+import attrs
+
+from .connection import Connection, write_connections
+from .control import HELLO_TIMEOUT, JOIN_TIMEOUT
+
+
+
+class Launcher:
+    """Starts the lifelines it places somewhere; see the module for what it guarantees."""
+
+    lifelines: tuple[str, ...] = ()
+    patience: float = HELLO_TIMEOUT
+
+    def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
+        raise NotImplementedError
+
+    def ended(self) -> dict[str, int | None]:
+        return {}
+
+    def stop(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class LocalProcesses(Launcher):
+    """``cpl lifeline NAME --stdin`` child processes on this host, each in its own session
+    (a terminal's Ctrl-C reaches the supervisor only).  The connection goes through the
+    child's standard input, which stays open: its end (the supervisor gone, even killed
+    with -9) ends the child."""
+
+    def __init__(self, lifelines):
+        self.lifelines = tuple(lifelines)
+        self.processes: dict[str, subprocess.Popen] = {}
+
+    def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
+        for name, connection in drafts.items():
+            process = subprocess.Popen(lifeline_command(name), stdin=subprocess.PIPE,
+                                       start_new_session=True)
+            self.processes[name] = process
+            with contextlib.suppress(BrokenPipeError):  # it died at once: ended() says so
+                process.stdin.write(connection.to_json().encode("utf-8") + b"\n")
+                process.stdin.flush()
+        return drafts
+
+    def ended(self) -> dict[str, int | None]:
+        return {name: p.returncode for name, p in self.processes.items() if p.poll() is not None}
+
+    def stop(self) -> None:
+        """SIGKILL every child still running, then reap them all (a lifeline's log is on
+        disk event by event: nothing done is lost)."""
+        running = [p for p in self.processes.values() if p.poll() is None]
+        for process in running:
+            with contextlib.suppress(OSError):
+                process.kill()
+        for process in running:
+            process.wait()
+
+    def close(self) -> None:
+        self.stop()
+        for process in self.processes.values():
+            with contextlib.suppress(OSError):
+                process.stdin.close()
+
+
+class Joins(Launcher):
+    """Lifelines started by hand (or ssh, systemd, a container) on other hosts: one
+    connection file per host, readable by its owner only, and the command to run there
+    printed on standard error.  Each lifeline binds its inbox on its host and ships its
+    log.  Nothing here can see or end those processes: they end on ``stop``, or when the
+    supervisor falls silent."""
+
+    def __init__(self, placement: dict[str, str], patience: float = JOIN_TIMEOUT,
+                 folder: str = "."):
+        self.placement = dict(placement)  # lifeline -> host
+        self.lifelines = tuple(placement)
+        self.patience = patience
+        self.folder = folder
+        self.files: list[str] = []
+
+    def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
+        placed = {name: attrs.evolve(draft, host=self.placement[name], log="")
+                  for name, draft in drafts.items()}
+        hosts: dict[str, list[Connection]] = {}
+        for connection in placed.values():
+            hosts.setdefault(connection.host, []).append(connection)
+        print(f"cpl run: waiting {self.patience:g} s for {len(hosts)} host(s); copy each "
+              f"connection file there (it holds secret keys: keep it private) and run:",
+              file=sys.stderr)
+        for host, connections in hosts.items():
+            path = os.path.abspath(os.path.join(
+                self.folder, f"cpl-{connections[0].run[:8]}-{host}.json"))
+            self.files.append(path)
+            write_connections(path, connections)
+            for connection in connections:
+                print(f"  on {host}: cpl lifeline {connection.lifeline} --join "
+                      f"{connection.supervisor} --connection {path}", file=sys.stderr, flush=True)
+        return placed
+
+    def close(self) -> None:
+        for path in self.files:  # their keys are of no use after the run
+            with contextlib.suppress(OSError):
+                os.remove(path)
+
+
+def launchers_for(lifelines, placement: dict[str, str],
+                  join_timeout: float | None = None) -> list[Launcher]:
+    """The lifelines ``placement`` maps to other hosts join by hand (within ``join_timeout``
+    seconds, default ``JOIN_TIMEOUT``); the others run here."""
+    local = [name for name in lifelines if name not in placement]
+    patience = JOIN_TIMEOUT if join_timeout is None else join_timeout
+    return ([Joins(placement, patience)] if placement else []) + \
+        ([LocalProcesses(local)] if local else [])  # the commands printed first
+
+
+def lifeline_command(name: str) -> list[str]:
+    """``cpl lifeline NAME --stdin``: the ``cpl`` script installed beside this Python (so
+    ``ps`` shows ``cpl lifeline NAME``; not a ``cpl`` found on PATH, which may be a shim
+    or another install), else this Python running the same CLI."""
+    installed = os.path.join(os.path.dirname(sys.executable), "cpl")
+    head = [installed] if os.access(installed, os.X_OK) else [sys.executable, "-m", "runtime.cli"]
+    return [*head, "lifeline", name, "--stdin"]
