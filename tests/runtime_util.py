@@ -123,12 +123,24 @@ class Cpl:
         self.folder = Path(folder)
         self.out_path = self.folder / f"out.{self.tag[:8]}.txt"
         self.err_path = self.folder / f"err.{self.tag[:8]}.txt"
+        self.temp = self.folder / f"tmp.{self.tag[:8]}"  # the run's own temp folders go here
+        self.temp.mkdir()
         with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err, \
                 ctrl_c_inherited():
             self.process = subprocess.Popen([*CPL, *args], stdout=out, stderr=err,
                                             stdin=subprocess.DEVNULL, cwd=self.folder,
-                                            env=tagged_env(self.tag), start_new_session=True)
+                                            env=dict(tagged_env(self.tag), TMPDIR=str(self.temp)),
+                                            start_new_session=True)
         self.started = time.monotonic()
+
+    def logged(self) -> int:
+        """How many events the run's lifelines have logged so far (their logs in the run's
+        temp folder), so a test can act once a run is really under way."""
+        count = 0
+        for log in self.temp.glob("cpl-run-*/*.jsonl"):
+            with contextlib.suppress(OSError), open(log, "rb") as handle:
+                count += sum(1 for _ in handle)
+        return count
 
     def __enter__(self):
         return self

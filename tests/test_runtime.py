@@ -124,7 +124,8 @@ def _under_way(cpl, trace_path=None) -> dict[int, str]:
     """The four lifeline processes, once they are all up and the run has gone on a while."""
     found = wait_until(lambda: len(lifeline_processes(cpl.tag)) == 4, 30.0)
     assert found, f"four lifelines never ran; stderr:\n{cpl.err}"
-    time.sleep(1.5)  # well into the run: messages in flight everywhere
+    under_way = wait_until(lambda: cpl.logged() > 300, 60.0)  # messages in flight everywhere
+    assert under_way, f"the run logged {cpl.logged()} events; stderr:\n{cpl.err}"
     processes = lifeline_processes(cpl.tag)
     assert _names(processes) == REVIEWERS, processes
     return processes
