@@ -184,22 +184,18 @@ class Lifeline:
             context.term()
 
     def _await_start(self, control):
-        """The inbox addresses of ``start``, or None (stopped, or the supervisor silent for
-        ``SUPERVISOR_SILENCE``: it pings from our hello on, however long others take to
-        join).  Polled a beat at a time, so a SIGTERM is heard within a beat."""
-        self.last_word = time.monotonic()
+        """``start``'s inboxes; None if stopped or if the supervisor (it pings from our hello
+        on) is silent for ``SUPERVISOR_SILENCE``.  Polled a beat at a time (SIGTERM)."""
         while not self.stopping:
-            if control.poll(int(BEAT * 1000)) == 0:
-                if time.monotonic() - self.last_word > SUPERVISOR_SILENCE:
-                    print(f"cpl lifeline {self.c.lifeline}: no answer from the supervisor at "
-                          f"{self.c.supervisor}", file=sys.stderr)
-                    return None
-                continue
-            self.last_word = time.monotonic()
-            order = decode(control.recv(), FROM_SUPERVISOR)
-            if isinstance(order, Start):
-                return order.endpoints
-            if isinstance(order, Stop):
+            if control.poll(int(BEAT * 1000)):
+                self.last_word = time.monotonic()
+                order = decode(control.recv(), FROM_SUPERVISOR)
+                if isinstance(order, Start):
+                    return order.endpoints
+                self.stopping |= isinstance(order, Stop)
+            elif time.monotonic() - self.last_word > SUPERVISOR_SILENCE:
+                print(f"cpl lifeline {self.c.lifeline}: no answer from the supervisor at "
+                      f"{self.c.supervisor}", file=sys.stderr)
                 return None
         return None
 

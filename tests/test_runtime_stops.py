@@ -1,8 +1,8 @@
 """Prompt stops of ``cpl run`` over processes (issue #15): Ctrl-C within 1 s, ``--timeout T``
-within T + 1 s of the run's start, whatever the run is doing — starting its lifelines, exchanging messages,
-or waiting for a synchronous action that holds a lifeline's only thread — and the trace
-still written, saying how the run ended.  ``bench/stops.py`` measures the same over 20
-random moments."""
+within T + 1 s of the run's start, whatever the run is doing — starting its lifelines,
+exchanging messages, or waiting for a synchronous action that holds a lifeline's only
+thread — and the trace still written, saying how the run ended.  ``bench/stops.py``
+measures the same over 20 random moments."""
 
 from __future__ import annotations
 
