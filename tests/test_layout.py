@@ -37,8 +37,10 @@ def imports(name: str) -> set[str]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([node.module] if node.module else []))
-            targets = [base if alias.name in bound(base) or f"{base}.{alias.name}" not in MODULES
-                       else f"{base}.{alias.name}" for alias in node.names]
+            inside = name.startswith(f"{base}.")  # a package's own modules use each other
+            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES
+                       and (inside or alias.name not in bound(base)) else base
+                       for alias in node.names]
         else:
             continue
         found.update(target for target in targets if target in MODULES)
