@@ -347,10 +347,6 @@ class Runner:
                 found.append(f"{self.name} {_waiting(top.block[top.pc])}")
         return found
 
-    def results(self, names) -> dict:
-        """The values of ``names`` in the store (unset ones left out)."""
-        return {x: self.store[x] for x in names if x in self.store}
-
 
 def _claimant(thread: Thread) -> tuple | None:
     """(thread, frame): the innermost atomic block ``thread`` is in, its own or an ancestor's."""

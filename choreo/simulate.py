@@ -42,7 +42,7 @@ from cpl.trace import Clocks, Event, Trace
 from .actions import Awaiter, DeadlinePassed
 from .drive import Driver, complete, complete_async
 from .plan import Plan, prepare
-from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure
+from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure, run_meta
 
 RANDOM = "random"
 SCHEDULES = (RANDOM, "late", "lifo", "starve")  # how the scheduler picks the next event
@@ -238,19 +238,15 @@ class _Simulation:
 
     def meta(self, status: str, error: str | None, steps: int) -> dict:
         """How the run ended, for the trace's ``meta``."""
-        meta = {"choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
-                "status": status, "steps": steps,
-                "recorded": self.recording or self.sink is not None}
+        facts = {"steps": steps, "recorded": self.recording or self.sink is not None}
         if self.schedule != RANDOM:  # the default leaves the meta as it always was
-            meta["schedule"] = self.schedule
-        if error:
-            meta["error"] = error
-        return meta
+            facts["schedule"] = self.schedule
+        return run_meta(self.plan.name, self.seed, self.inputs, status, error, **facts)
 
     def result(self, status: str, error: str | None, steps: int) -> RunResult:
         c = self.plan.choreography
-        expected = {r.name: c.results.get(r.name) or tuple(r.store) for r in self.runners}
-        results = {r.name: r.results(expected[r.name]) for r in self.runners}
+        expected = {r.name: c.reported_names(r.name, r.store) for r in self.runners}
+        results = {r.name: c.reported(r.name, r.store) for r in self.runners}
         header = self.plan.header(self.inputs)
         trace = Trace(header["lifelines"], header["init"], tuple(self.events), header["vars"],
                       header["symbols"], self.meta(status, error, steps),

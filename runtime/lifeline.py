@@ -122,7 +122,7 @@ class Lifeline:
                                expected_messages(plan.projection.program(name)),
                                plan.monitors.carried, plan.monitors.shape,
                                plan.choreography.variables)
-        self.expected = plan.choreography.results.get(name)  # None: the whole store
+        self.choreography = plan.choreography  # its results declaration: what is reported
         self.recipients = recipients(plan.projection.program(name)) - {name}
         self.received = 0
         self.stopping = False
@@ -312,7 +312,7 @@ class Lifeline:
 
     def _report(self, control, state: str, probe=None, final: bool = False) -> None:
         store = self.runner.store
-        results = {x: store[x] for x in self.expected or store if x in store}
+        results = self.choreography.reported(self.c.lifeline, store)
         send_control(control, t="state", state=state, status=self.status, error=self.error,
                      sent=self.runner.sent, received=self.received, taken=self.runner.taken,
                      results=results, waiting=self.runner.waiting(),

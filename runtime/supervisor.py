@@ -33,7 +33,7 @@ import uuid
 import msgpack
 import zmq
 
-from choreo.status import DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT
+from choreo.status import DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT, run_meta
 from .connection import (Connection, Keys, KeyRing, authenticator, secure_server,
                          write_connections)
 from .merge import merge, read_log
@@ -310,11 +310,9 @@ class Supervisor:
         return meta
 
     def _meta(self, status: str, error: str | None = None) -> dict:
-        meta = {"choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
-                "status": status, "run": self.run_id, "processes": True,
-                "hosts": {name: self.placement.get(name, self.host) for name in self.lifelines}}
-        if error:
-            meta["error"] = error
+        meta = run_meta(self.plan.name, self.seed, self.inputs, status, error, run=self.run_id,
+                        processes=True, hosts={name: self.placement.get(name, self.host)
+                                               for name in self.lifelines})
         meta["results"] = self._results()
         rejected = {name: r["rejected"] for name, r in self.reports.items() if r.get("rejected")}
         if rejected:
