@@ -56,7 +56,8 @@ from typing import Any, Callable, Iterable
 import cpl
 from . import model
 from .declare import Declarations
-from .errors import ChoreographyError, Where, caller, indent
+from .errors import ChoreographyError, Where, caller, guard_detail
+from .include import include
 from .model import Act, Atomic, Guard, If, Input, Lifeline, Parallel, Send, Var, While
 
 CONTROL = ("minimal", "broadcast", "none")
@@ -271,7 +272,6 @@ class Choreography(Declarations):
 
     def include(self, other: "Choreography", *, lifelines: dict | None = None) -> None:
         """Inline ``other``'s statements here, its lifelines renamed by ``lifelines``."""
-        from .include import include  # a separate concern: renaming and re-checking
         self._check_pending()
         include(self, other, lifelines or {}, caller())
 
@@ -391,9 +391,3 @@ class _Opener:
                 self._block.__exit__(type(problem), problem, problem.__traceback__)
                 raise
         return self._block.__exit__(kind, error, traceback)
-
-
-def guard_detail(error: cpl.GuardError) -> str:
-    """The guard's own caret rendering, minus its ``guard:L:C: error:`` head line."""
-    lines = error.render("guard").splitlines()[1:]
-    return indent("\n".join(line[2:] if line.startswith("  ") else line for line in lines))
