@@ -86,6 +86,7 @@ class Runner:
     def __init__(self, plan, lifeline: str, store: dict, rng, *, record: bool = True,
                  clocks=None):
         self.name = lifeline
+        self.index = plan.lifelines.index(lifeline)  # its place in the plan
         self.monitor = Monitor(plan.monitors, lifeline, store)
         self.store = self.monitor.store  # σ_A: the monitor applies every event's updates to it
         self.rng = rng
