@@ -19,7 +19,9 @@ between drivers is a parameter, not a branch of the loop:
   thread sits out, and its event is taken once the value is there;
 * ``until(steps)``, before each step: true stops the run there; it may also
   raise (Ctrl-C, a deadline).  The simulator checks its limits in it, a
-  lifeline process reads its sockets.
+  lifeline process reads its sockets.  A message it delivers to a runner is
+  among that runner's options from its next step on, or the next run: a
+  runner is asked again after each of its steps and when a run starts.
 """
 
 from __future__ import annotations
@@ -32,10 +34,11 @@ from .actions import bounded
 
 
 class Driver:
-    """Some runners (a whole simulated run's, or one lifeline's), driven together.
+    """Runners of one plan (a whole simulated run's, or one lifeline's), driven together.
 
-    ``sent(message, steps)``, if given, hears of each message delivered here as it is
-    sent (a scheduler that prefers the newest message needs the order)."""
+    ``post(message)`` takes each message for a runner not driven here (None: every
+    receiver is); ``sent(message, steps)``, if given, hears of each message delivered
+    here as it is sent (a scheduler that prefers the newest message needs the order)."""
 
     def __init__(self, runners, pick: Callable, emit: Callable, post: Callable | None = None,
                  *, background=None, sent: Callable | None = None):

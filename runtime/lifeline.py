@@ -206,21 +206,20 @@ class Lifeline:
         self.acting = driver.under_way
 
         def between(steps: int) -> bool:
-            """Between two steps, read the sockets; a message or a stop ends the burst (a
-            message may enable events: the driver asks the Runner again)."""
-            received = self.received
+            """Between two steps: read the sockets (messages, orders); a stop ends the run."""
             self._drain(inbox, control)
-            return self.stopping or self.received != received
+            return self.stopping
         while not self.stopping:
             self._drain(inbox, control)
             if self.stopping:
                 break
             if self.status == "running":
                 try:
-                    if complete(driver.run(between)):
-                        continue
+                    complete(driver.run(between))  # until nothing can happen now, or a stop
                 except RunFailure as failure:
                     self.status, self.error = "failed", failure.render()
+                if self.stopping:
+                    break
             self.actions.drain()  # a late wake must not keep the polls below from sleeping
             if self.acting and self.status == "running":  # busy, not idle: wait for them
                 if time.monotonic() - self.last_word > SUPERVISOR_SILENCE:
