@@ -55,19 +55,15 @@ def real_messages(count: int = 3):
     """A's first messages of ``p4_stream`` (control, data, control, ...) as the runtime
     builds them: A's Runner from the same plan a lifeline process prepares."""
     from choreo import load_one
-    from choreo.machine import calls
+    from choreo.drive import Driver, complete
     from choreo.plan import prepare
 
     plan = prepare(load_one(str(CHOREO)))
     inputs = plan.inputs(values={"count": count})
     runner = plan.runner("A", plan.stores(inputs)["A"], 0)
     messages = []
-    while not runner.done and len(messages) < 2 * count + 1:
-        option = runner.enabled()[0]
-        value = runner.start(option) if calls(option) else None
-        _, message = runner.fire(option, value)
-        if message is not None:
-            messages.append(message)
+    driver = Driver([runner], lambda options: options[0], lambda event: None, messages.append)
+    complete(driver.run(lambda steps: len(messages) >= 2 * count + 1))
     return messages
 
 

@@ -99,6 +99,16 @@ class Declarations:
         if name:
             self.results[name] = self.results.get(name, ()) + names
 
+    def reported_names(self, lifeline: str, store) -> tuple[str, ...]:
+        """The variables a run reports for ``lifeline``: those ``result`` declared, else
+        every variable in its ``store``."""
+        return self.results.get(lifeline) or tuple(store)
+
+    def reported(self, lifeline: str, store) -> dict:
+        """The values a run reports for ``lifeline`` (:meth:`reported_names`), unset ones
+        left out."""
+        return {x: store[x] for x in self.reported_names(lifeline, store) if x in store}
+
     @property
     def schema(self) -> cpl.Schema:
         members = frozenset(m for s in self.symbol_sets.values() for m in s.members)

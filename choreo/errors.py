@@ -14,6 +14,8 @@ import sys
 
 import attrs
 
+from cpl.errors import GuardError
+
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _SKIPPED = {os.path.abspath(contextlib.__file__)}  # `with c.if_(...)` enters through contextlib
 
@@ -102,3 +104,10 @@ class ChoreographyErrors(ChoreographyError):
 
 def indent(text: str, prefix: str = "  ") -> str:
     return "\n".join(prefix + line if line else line for line in text.splitlines())
+
+
+def guard_detail(error: GuardError) -> str:
+    """A guard error's own caret rendering, minus its ``guard:L:C: error:`` head line: the
+    detail under a choreography problem that points at the guard's statement."""
+    lines = error.render("guard").splitlines()[1:]
+    return indent("\n".join(line[2:] if line.startswith("  ") else line for line in lines))

@@ -13,10 +13,10 @@ decisions, and the numeric results named in ``counters``, summed), so that
 function of its seed and merging is a sum: totals do not depend on workers.
 
 Runs share one :class:`~choreo.plan.Plan`, prepared once per process.  With
-``workers > 1`` seeds go in chunks to a pool of processes: forked ones
-inherit the plan; spawned ones (where fork is unavailable, or threads are
-running) load the choreography again from its file, which needs ``source``
-(:func:`explore_file` passes it).  A run that fails, deadlocks, hits the
+``workers > 1`` seeds go in chunks to a pool of processes (:mod:`choreo.pool`):
+forked ones inherit the plan; spawned ones (where fork is unavailable, or
+threads are running) load the choreography again from its file, which needs
+``source`` (:func:`explore_file` passes it).  A run that fails, deadlocks, hits the
 step limit or raises inside the simulator or a detector (``error``) is
 counted with its status and first seed; it never stops the exploration.
 Ctrl-C does: the pool is terminated and ``KeyboardInterrupt`` propagates.
@@ -24,9 +24,7 @@ Ctrl-C does: the pool is terminated and ``KeyboardInterrupt`` propagates.
 
 from __future__ import annotations
 
-import itertools
 import multiprocessing
-import os
 import signal
 import threading
 import time
@@ -35,7 +33,8 @@ from typing import Callable, Iterable, Iterator, Mapping
 import attrs
 
 from .plan import Plan, prepare
-from .schedules import MIXED, RANDOM, SCHEDULES
+from .pool import WorkerDied, available_cores, in_pool, picklable
+from .schedules import MIXED, SCHEDULES
 from .simulate import Simulator
 from .status import INTERRUPTED, OK
 
@@ -247,13 +246,6 @@ def _work(seeds: range) -> _Tally:
     return _run_seeds(job, simulator, seeds)
 
 
-def available_cores() -> int:
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
-
-
 def _context(source: Source | None, start_method: str | None = None):
     """fork where it is safe (no other thread to copy half-way), else spawn (needs source)."""
     if start_method is not None:
@@ -298,7 +290,7 @@ def explore(plan: Plan, runs: int, *, seed: int = 0, values: dict | None = None,
     shipped = job  # what the workers get: a spawned one loads the plan from the file
     if context is not None and context.get_start_method() != "fork":
         shipped = attrs.evolve(job, plan=None)
-        if not _picklable(shipped):  # e.g. a lambda among the detectors: no worker gets it
+        if not picklable(shipped):  # e.g. a lambda among the detectors: no worker gets it
             context = None
     if context is None:
         workers = 1
@@ -312,62 +304,14 @@ def explore(plan: Plan, runs: int, *, seed: int = 0, values: dict | None = None,
             if progress is not None:
                 progress(tally.runs, runs)
     else:
-        _in_pool(shipped, chunks, workers, context, tally, progress, runs)
-    return _exploration(tally, workers, seed, schedule, job.counters,
-                        time.perf_counter() - started)
-
-
-def _picklable(job: _Job) -> bool:
-    import pickle
-    try:
-        pickle.dumps(job)
-    except Exception:  # noqa: BLE001 - whatever pickle raises for a lambda, a local class
-        return False
-    return True
-
-
-class WorkerDied(RuntimeError):
-    """A worker process ended without its result (killed, out of memory, ``os._exit``)."""
-
-
-def _in_pool(job: _Job, chunks, workers: int, context, tally: _Tally, progress,
-             runs: int) -> None:
-    """Merge into ``tally`` the chunks run by ``workers`` processes."""
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
-    from concurrent.futures.process import BrokenProcessPool
-
-    pool = ProcessPoolExecutor(workers, mp_context=context, initializer=_start_worker,
-                               initargs=(job,))
-    chunks = iter(chunks)
-    try:
-        # A few chunks ahead of each worker, not all of them: --runs may be huge.
-        pending = {pool.submit(_work, chunk) for chunk in itertools.islice(chunks, 3 * workers)}
-        while pending:
-            done, pending = wait(pending, return_when=FIRST_COMPLETED)
-            for future in done:
-                tally.merge(future.result())
-            pending |= {pool.submit(_work, chunk) for chunk in itertools.islice(chunks, len(done))}
+        def take(tallies: list) -> None:
+            for done in tallies:
+                tally.merge(done)
             if progress is not None:
                 progress(tally.runs, runs)
-    except BrokenProcessPool as error:
-        _terminate(pool)
-        raise WorkerDied(f"a worker process ended without its result ({error})") from None
-    except BaseException:  # Ctrl-C: no worker outlives us
-        _terminate(pool)
-        raise
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _terminate(pool) -> None:
-    """End the pool's processes now (``terminate_workers`` from Python 3.14 on)."""
-    terminate = getattr(pool, "terminate_workers", None)
-    if terminate is not None:
-        terminate()
-        return
-    for process in list((getattr(pool, "_processes", None) or {}).values()):
-        if process.is_alive():
-            process.terminate()
+        in_pool(chunks, workers, context, _start_worker, (shipped,), _work, take)
+    return _exploration(tally, workers, seed, schedule, job.counters,
+                        time.perf_counter() - started)
 
 
 def explore_file(path: str, runs: int, *, name: str | None = None, **options) -> Exploration:

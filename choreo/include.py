@@ -16,7 +16,7 @@ import attrs
 
 import cpl
 from cpl.lang import ast
-from .errors import ChoreographyError, Where
+from .errors import ChoreographyError, Where, guard_detail
 from .model import Act, Atomic, Guard, If, Lifeline, Parallel, Send, While
 
 
@@ -112,7 +112,6 @@ class _Copier:
         try:
             return Guard(text, cpl.check(text, self.host.schema))
         except cpl.GuardError as error:
-            from .dsl import guard_detail
             self.host._problem(f"in the guard of {label!r} (included): {error.message}", where,
                                "guard", guard_detail(error))
             return Guard(text, None)

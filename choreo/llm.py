@@ -27,8 +27,9 @@ network; ``openai`` (:mod:`choreo.llm_openai`) speaks the OpenAI-compatible
 chat-completions protocol. :func:`make_backend` picks one by name, or from
 ``CPL_LLM_BACKEND`` (a registered name or ``package.module:Class``).
 Your own backend is any object with
-``complete(messages, *, model, seed, temperature) -> str`` (``model=None``
-means its default); register a factory with :func:`register_backend`. A
+``complete(messages, *, model, seed, temperature) -> str``
+(:class:`~choreo.llm_backend.Backend`; ``model=None`` means its default);
+register a factory with :func:`register_backend`. A
 backend that sets ``structured = True`` also receives ``choices=`` and
 ``schema=`` keywords (the mock uses them to answer in the right shape; real
 models read them from the prompt). An optional ``async acomplete`` with the
@@ -46,31 +47,14 @@ import random
 import re
 import string
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any
+
+from .llm_backend import Backend, LLMError, Messages
 
 __all__ = ["LLMError", "Backend", "MockBackend", "LLMAction", "llm",
            "make_backend", "register_backend", "backend_names"]
 
-Messages = list[dict[str, str]]
 _FIELD_TYPES = {str: "string", int: "integer", float: "number", bool: "true or false"}
-
-
-class LLMError(Exception):
-    """An LLM action that could not produce a value, said in words for a user."""
-
-    def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):
-        super().__init__(message)
-        self.message, self.status, self.hint = message, status, hint
-
-    def __str__(self) -> str:
-        return self.message + (f"\n  hint: {self.hint}" if self.hint else "")
-
-
-class Backend(Protocol):
-    """What an action needs from a model: messages in, text out."""
-
-    def complete(self, messages: Messages, *, model: str | None, seed: int,
-                 temperature: float) -> str: ...
 
 
 # --------------------------------------------------------------------- mock
@@ -181,7 +165,8 @@ def make_backend(name: str | None = None, **options: Any) -> Any:
 class LLMAction:
     """A callable action ``(variables, rng) -> value`` backed by one LLM call."""
 
-    def __init__(self, template: str, *, system: str | None = None, backend: Any = None,
+    def __init__(self, template: str, *, system: str | None = None,
+                 backend: Backend | str | None = None,
                  choices: Sequence[str] | None = None, schema: Mapping[str, Any] | None = None,
                  parse: Callable[[Any], Any] | None = None, model: str | None = None,
                  temperature: float = 0.0, name: str | None = None):

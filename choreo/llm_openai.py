@@ -18,7 +18,7 @@ only some users need. 429 and 5xx answers and dropped connections are
 retried ``max_retries`` times with exponential backoff (honouring
 ``Retry-After``); a refused connection or a timeout is not, since waiting
 again rarely helps and a workflow should learn quickly that its model is
-gone. Every failure is an :class:`~choreo.llm.LLMError` naming the URL and
+gone. Every failure is an :class:`~choreo.llm_backend.LLMError` naming the URL and
 what went wrong, and never containing the key.
 """
 
@@ -35,7 +35,7 @@ import urllib.request
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from choreo.llm import LLMError, Messages
+from .llm_backend import LLMError, Messages
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 _DROPPED = (ConnectionResetError, ConnectionAbortedError, BrokenPipeError,

@@ -2,9 +2,10 @@
 
 A ``Runner`` is one lifeline of a running choreography: its store, its CPL
 monitor, its inbox and its *threads* — continuations, each a stack of
-``Frame`` (block, position, loop path).  The threads of an ``LPar`` share the
+frames (:mod:`choreo.continuations`).  The threads of an ``LPar`` share the
 store and the monitor and join their parent when all are done.  Drivers
-(the seeded simulator, a lifeline process, a test) only do three things::
+(the seeded simulator, a lifeline process, a test) only do three things,
+in the one loop they share (:class:`choreo.drive.Driver`)::
 
     runner.deliver(message)          # a message addressed here has arrived
     options = runner.enabled()       # every event that can happen now
@@ -35,24 +36,13 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import NamedTuple
 
-import attrs
-
 from cpl.errors import EvaluationError
 from cpl.monitor import Monitor
 from cpl.trace import Event
 from . import actions
-from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
+from .continuations import AtomicFrame, Frame, Tell, Thread, claimant, waiting_at, wants, within
+from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, walk
 from .status import RunFailure
-
-
-@attrs.frozen
-class Tell:
-    """A control send, queued right after a choice: the owner tells ``to`` the outcome."""
-
-    choice: int
-    to: str
-    outcome: bool
-    label: str
 
 
 class Message(NamedTuple):
@@ -90,37 +80,13 @@ class Undeliverable(ValueError):
         self.reason = reason
 
 
-class Frame:
-    __slots__ = ("block", "pc", "path", "next_k")
-
-    def __init__(self, block, path: tuple, pc: int = 0):
-        self.block, self.path, self.pc, self.next_k = block, path, pc, 0
-
-
-class AtomicFrame(Frame):
-    """The body of an ``LAtomic``: the thread is inside the block while this is on its stack."""
-
-    __slots__ = ("where",)
-
-    def __init__(self, block, path: tuple, where):
-        super().__init__(block, path)
-        self.where = where
-
-
-class Thread:
-    __slots__ = ("frames", "parent", "joining", "want")
-
-    def __init__(self, frames, parent=None):
-        self.frames, self.parent, self.joining, self.want = frames, parent, 0, None
-
-
 class Runner:
     """One lifeline: monitor (whose store is the lifeline's), inbox, counters and live threads."""
 
     def __init__(self, plan, lifeline: str, store: dict, rng, *, record: bool = True,
                  clocks=None):
         self.name = lifeline
-        self.index = plan.lifelines.index(lifeline)
+        self.index = plan.lifelines.index(lifeline)  # its place in the plan
         self.monitor = Monitor(plan.monitors, lifeline, store)
         self.store = self.monitor.store  # σ_A: the monitor applies every event's updates to it
         self.rng = rng
@@ -163,7 +129,7 @@ class Runner:
         inbox = self.inbox
         threads = self.threads
         if self.holder is not None:
-            threads = [t for t in threads if _within(t, self.holder[0])]
+            threads = [t for t in threads if within(t, self.holder[0])]
         for thread in threads:
             want = thread.want
             if want is None:  # joining its threads
@@ -191,7 +157,7 @@ class Runner:
         """Take the event: (the recorded event or None when not recording, the message to send)."""
         if not self.atomic:
             return self._fire(option, value)
-        held = self.holder or _claimant(option[1])  # the block this event is in, if any
+        held = self.holder or claimant(option[1])  # the block this event is in, if any
         fired = self._fire(option, value)
         self.holder = held if held is not None and held[1] in held[0].frames else None
         return fired
@@ -323,7 +289,7 @@ class Runner:
                 top.pc += 1
                 frames.append(AtomicFrame(s.body, top.path, s.where))
                 continue
-            thread.want = _want(s, top)
+            thread.want = wants(s, top)
             return
         self.threads.remove(thread)
         parent = thread.parent
@@ -338,62 +304,11 @@ class Runner:
         """What each waiting thread waits for, at its source line (for a deadlock report)."""
         found = []
         for thread in self.threads:
-            if self.holder is not None and not _within(thread, self.holder[0]) \
+            if self.holder is not None and not within(thread, self.holder[0]) \
                     and thread.want is not None:
                 found.append(f"{self.name} waits for another thread to leave c.atomic("
                              f"{self.name}) ({self.holder[1].where})")
             elif thread.want is not None and thread.want[0] == "recv":
                 top = thread.frames[-1]
-                found.append(f"{self.name} {_waiting(top.block[top.pc])}")
+                found.append(f"{self.name} {waiting_at(top.block[top.pc])}")
         return found
-
-    def results(self, names) -> dict:
-        """The values of ``names`` in the store (unset ones left out)."""
-        return {x: self.store[x] for x in names if x in self.store}
-
-
-def _claimant(thread: Thread) -> tuple | None:
-    """(thread, frame): the innermost atomic block ``thread`` is in, its own or an ancestor's."""
-    while thread is not None:
-        for frame in reversed(thread.frames):
-            if type(frame) is AtomicFrame:
-                return thread, frame
-        thread = thread.parent
-    return None
-
-
-def _within(thread: Thread, holder: Thread) -> bool:
-    """``thread`` is the holder or one of the threads it forked inside its block."""
-    while thread is not None and thread is not holder:
-        thread = thread.parent
-    return thread is not None
-
-
-def _want(s, top: Frame) -> tuple:
-    kind = type(s)  # the statement classes are final: ``is`` is cheaper than isinstance
-    if kind is LAct:
-        return ("act", s)
-    if kind is LSend:
-        return ("send", s)
-    if kind is Tell:
-        return ("tell", s)
-    if kind is LRecv:
-        return ("recv", (("m", s.msg, top.path),))
-    if kind is LBranch:
-        if s.via == "message":
-            return ("recv", (("m", s.then[0].msg, top.path), ("m", s.else_[0].msg, top.path)))
-        return ("recv", (("c", s.choice, top.path),))
-    if kind is LLoop:
-        return ("recv", (("c", s.choice, top.path + (top.next_k,)),))
-    return ("choice", s)  # LChoose, LWhile
-
-
-def _waiting(s) -> str:
-    where = f" ({s.where})" if s.where else ""
-    if isinstance(s, LRecv):
-        return f"waits for {s.label!r} from {s.frm}{where}"
-    if isinstance(s, (LBranch, LLoop)):
-        if getattr(s, "via", "") == "message":
-            return f"waits for {s.then[0].label!r} or {s.else_[0].label!r}{where}"
-        return f"waits for the outcome of {s.label!r} from {s.owner}{where}"
-    return f"is stuck at {s!r}"

@@ -1,7 +1,8 @@
 """``cpl run --sim``: every lifeline in one process, under a seeded adversarial scheduler.
 
-A thin driver over the lifeline engine (:class:`~choreo.machine.Runner`):
-messages go straight into their receiver's inbox, and each step a
+The lifeline engine (:class:`~choreo.machine.Runner`) driven by the loop
+every driver shares (:class:`choreo.drive.Driver`) over all lifelines at
+once: messages go straight into their receiver's inbox, and each step a
 ``random.Random(seed)`` picks uniformly among *every* event any lifeline can
 take — an action, a send, a choice, or the receive of any message waiting
 in an inbox.  So a message may overtake an older one (delivery is not FIFO)
@@ -28,8 +29,6 @@ keeps memory constant) and/or into the result's in-memory ``Trace``.
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import random
 import signal
 import threading
@@ -40,10 +39,11 @@ from typing import Callable
 import attrs
 
 from cpl.trace import Clocks, Event, Trace
-from .actions import Awaiter, DeadlinePassed, bounded
+from .actions import Awaiter, DeadlinePassed
+from .drive import Driver, complete, complete_async
 from .plan import Plan, prepare
 from .schedules import RANDOM, SCHEDULES
-from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure
+from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure, run_meta
 
 
 @attrs.frozen
@@ -93,7 +93,7 @@ class Simulator:
         deadline = None if timeout is None else time.monotonic() + timeout
         steps = run.steps(max_steps, deadline, timeout)
         with _stop_between_steps(run), Awaiter() as wait:
-            return run.result(*_drive(steps, lambda pending: wait(pending, deadline)))
+            return run.result(*complete(steps, lambda pending: wait(pending, deadline)))
 
     async def run_async(self, *, seed: int = 0, args=(), values: dict | None = None,
                         max_steps: int | None = None, timeout: float | None = None,
@@ -104,21 +104,8 @@ class Simulator:
         run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink,
                           schedule)
         deadline = None if timeout is None else time.monotonic() + timeout
-        steps = run.steps(max_steps, deadline, timeout)
-        try:
-            pending = next(steps)  # StopIteration at once: a run with no async action
-            while True:
-                try:
-                    value = await bounded(pending, deadline)
-                except asyncio.CancelledError:
-                    steps.close()
-                    raise
-                except BaseException as error:  # noqa: BLE001 - the run decides what it means
-                    pending = steps.throw(error)
-                else:
-                    pending = steps.send(value)
-        except StopIteration as stop:
-            return run.result(*stop.value)
+        return run.result(*await complete_async(run.steps(max_steps, deadline, timeout),
+                                                deadline))
 
 
 @contextmanager
@@ -140,7 +127,7 @@ def _stop_between_steps(run: "_Simulation"):
               if signal.getsignal(s) is signal.default_int_handler]
 
     def stop(signum, frame):
-        if run.acting or run.interrupted:
+        if run.driver.acting or run.interrupted:
             raise KeyboardInterrupt
         run.interrupted = True
 
@@ -151,21 +138,6 @@ def _stop_between_steps(run: "_Simulation"):
     finally:
         for signum in taken:
             signal.signal(signum, signal.default_int_handler)
-
-
-def _drive(steps, wait) -> tuple:
-    """Run the steps generator to its end, awaiting what it yields with ``wait``."""
-    try:
-        pending = next(steps)
-        while True:
-            try:
-                value = wait(pending)
-            except BaseException as error:  # noqa: BLE001 - thrown back into the run
-                pending = steps.throw(error)
-            else:
-                pending = steps.send(value)
-    except StopIteration as stop:
-        return stop.value
 
 
 class _Simulation:
@@ -185,79 +157,52 @@ class _Simulation:
                                     clocks=clocks)
                         for name in plan.lifelines]
         self.scheduler = random.Random(seed)
-        self._born: dict | None = None  # lifo only: id(message) -> the step it was sent at
-        self.acting = self.interrupted = False  # for _stop_between_steps
+        self.interrupted = False  # for _stop_between_steps
         self.events: list[Event] = []
+        pick, sent = self._picker(self.scheduler.random)
+        self.driver = Driver(self.runners, pick, self._emitter(), sent=sent)
 
     def steps(self, max_steps: int | None, deadline: float | None, timeout):
         """The run, as a generator: yields each awaitable an action returns, takes its value."""
-        status, error, steps = OK, None, 0
-        runners, emit = self.runners, self._emitter()
-        # Uniform among the options: random() has 53 bits, so the bias of int(r * n) is
-        # below n / 2**53; randrange costs two more Python calls per step (bench P5).
-        draw = self.scheduler.random
-        pick = None if self.schedule == RANDOM else self._picker(draw)
-        born = self._born  # lifo: when each message in an inbox was sent
-        # Each runner's options, asked again only of the runners a step changed: the one
-        # that fired and the receiver of its message (a step's cost, bench P5).
-        lists = [runner.enabled() for runner in runners]
-        place = {runner.name: runner.index for runner in runners}
+        status, error = OK, None
+
+        def until(steps: int) -> bool:
+            """Between two steps: a deferred Ctrl-C, --max-steps, --timeout."""
+            if self.interrupted:
+                raise KeyboardInterrupt
+            if max_steps is not None and steps >= max_steps:
+                return True
+            if deadline is not None and steps % 256 == 0 and time.monotonic() > deadline:
+                raise DeadlinePassed
+            return False
+        # Nothing to check (no limit, and no sink: _stop_between_steps defers no signal):
+        # no call between steps (bench P5).
+        checked = max_steps is not None or deadline is not None or self.sink is not None
         try:
-            while True:
-                options = []
-                for some in lists:
-                    options += some
-                if not options:
-                    break
-                if self.interrupted:
-                    raise KeyboardInterrupt
-                if max_steps is not None and steps >= max_steps:
-                    status, error = LIMIT, f"stopped after {steps} steps (--max-steps)"
-                    break
-                if deadline is not None and steps % 256 == 0 and time.monotonic() > deadline:
-                    raise DeadlinePassed
-                if pick is None:
-                    option = options[int(draw() * len(options))]
-                else:
-                    option = pick(options)
-                runner, thread, _ = option
-                value, want = None, thread.want
-                if want[0] == "act" and want[1].fn is not None:  # machine.calls, inlined (P5)
-                    self.acting = True
-                    value = runner.start(option)
-                    if inspect.isawaitable(value):
-                        try:
-                            value = yield value
-                        except (Exception, SystemExit) as failure:
-                            raise runner.action_failed(option, failure) from None
-                    self.acting = False
-                event, message = runner.fire(option, value)
-                emit(event)
-                steps += 1
-                lists[runner.index] = runner.enabled()
-                if message is not None:
-                    if born is not None:
-                        born[id(message)] = steps
-                    receiver = runners[place[message.receiver]]
-                    receiver.deliver(message)
-                    lists[receiver.index] = receiver.enabled()
+            if (yield from self.driver.run(until if checked else None)):
+                status, error = LIMIT, f"stopped after {self.driver.steps} steps (--max-steps)"
         except RunFailure as failure:
             status, error = FAILED, failure.render()
         except DeadlinePassed:
             status, error = TIMEOUT, f"stopped after {timeout:g} s (--timeout)"
         except KeyboardInterrupt:
             status, error = INTERRUPTED, "interrupted"
-            if self.sink is None and self.recording:
-                steps = len(self.events)  # the append is atomic; counting after it is not
-        if status == OK and any(not r.done for r in runners):
+        steps = self.driver.steps
+        if status == INTERRUPTED and self.sink is None and self.recording:
+            steps = len(self.events)  # the append is atomic; counting after it is not
+        if status == OK and any(not r.done for r in self.runners):
             status = DEADLOCK
             error = "deadlock: no event can happen; " + "; ".join(
-                wait for r in runners for wait in r.waiting())
+                wait for r in self.runners for wait in r.waiting())
         return status, error, steps
 
-    def _picker(self, draw):
-        """The choice of a schedule other than uniform: options -> the option to take."""
-        self._born = {} if self.schedule == "lifo" else None
+    def _picker(self, draw) -> tuple:
+        """How the schedule chooses: (options -> the option to take, the hook told of each
+        message sent, or None)."""
+        # Uniform among the options: random() has 53 bits, so the bias of int(r * n) is
+        # below n / 2**53; randrange costs two more Python calls per step (bench P5).
+        if self.schedule == RANDOM:
+            return (lambda options: options[int(draw() * len(options))]), None
         if self.schedule == "late":
             def late(options):
                 # Any event but a receive first: a message stays in transit while its
@@ -265,9 +210,9 @@ class _Simulation:
                 others = [o for o in options if o[2] is None]
                 pool = others or options
                 return pool[int(draw() * len(pool))]
-            return late
+            return late, None
         if self.schedule == "lifo":
-            born = self._born
+            born: dict = {}  # id(message) -> the step it was sent at
 
             def lifo(options):
                 option = options[int(draw() * len(options))]
@@ -276,14 +221,14 @@ class _Simulation:
                 # A receive: of the messages that can be received now, the newest.
                 return max((o for o in options if o[2] is not None),
                            key=lambda o: born[id(o[2])])
-            return lifo
+            return lifo, lambda message, steps: born.__setitem__(id(message), steps)
         victim = self.runners[int(draw() * len(self.runners))]  # "starve"
 
         def starve(options):
             others = [o for o in options if o[0] is not victim]
             pool = others or options
             return pool[int(draw() * len(pool))]
-        return starve
+        return starve, None
 
     def _emitter(self):
         """Where each event goes: the in-memory trace, the sink, both, or nowhere."""
@@ -294,19 +239,15 @@ class _Simulation:
 
     def meta(self, status: str, error: str | None, steps: int) -> dict:
         """How the run ended, for the trace's ``meta``."""
-        meta = {"choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
-                "status": status, "steps": steps,
-                "recorded": self.recording or self.sink is not None}
+        facts = {"steps": steps, "recorded": self.recording or self.sink is not None}
         if self.schedule != RANDOM:  # the default leaves the meta as it always was
-            meta["schedule"] = self.schedule
-        if error:
-            meta["error"] = error
-        return meta
+            facts["schedule"] = self.schedule
+        return run_meta(self.plan.name, self.seed, self.inputs, status, error, **facts)
 
     def result(self, status: str, error: str | None, steps: int) -> RunResult:
         c = self.plan.choreography
-        expected = {r.name: c.results.get(r.name) or tuple(r.store) for r in self.runners}
-        results = {r.name: r.results(expected[r.name]) for r in self.runners}
+        expected = {r.name: c.reported_names(r.name, r.store) for r in self.runners}
+        results = {r.name: c.reported(r.name, r.store) for r in self.runners}
         header = self.plan.header(self.inputs)
         trace = Trace(header["lifelines"], header["init"], tuple(self.events), header["vars"],
                       header["symbols"], self.meta(status, error, steps),

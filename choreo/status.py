@@ -37,3 +37,15 @@ class RunFailure(ChoreographyError):
         self.lifeline = lifeline
         self.event = event
         self.cause = cause
+
+
+def run_meta(choreography: str, seed, inputs: dict, status: str, error: str | None = None,
+             **facts) -> dict:
+    """A finished run's ``meta`` (trace.md), whoever drove it: which run, how it ended —
+    ``error``, the line ``cpl run`` prints, for any status but ok — then ``facts`` only
+    its driver knows, in order."""
+    meta = {"choreography": choreography, "seed": seed, "inputs": dict(inputs),
+            "status": status, **facts}
+    if error:
+        meta["error"] = error
+    return meta

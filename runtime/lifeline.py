@@ -15,7 +15,8 @@ real sender, which must match the frame's ``sender``.
 Every event is appended to this lifeline's log as it happens (one JSON line,
 one ``write`` to the operating system, before any message that makes it
 visible leaves), so a crash or ``kill -9`` loses nothing already done; the
-supervisor merges the logs into the run's trace.  The loop is synchronous;
+supervisor merges the logs into the run's trace.  The Runner is driven by
+the loop every driver shares (:class:`choreo.drive.Driver`), synchronous;
 an async action runs on an event loop in a thread of its own
 (``Background``) while the lifeline's other threads go on, and its event
 happens when it is done.  It sees the store as it was when it started.
@@ -23,7 +24,6 @@ happens when it is done.  It sees the store as it was when it started.
 
 from __future__ import annotations
 
-import inspect
 import os
 import random
 import signal
@@ -37,7 +37,8 @@ from choreo import load_one
 from choreo.actions import Background
 from choreo.fingerprint import fingerprint
 from choreo.local import expected_messages, recipients
-from choreo.machine import Undeliverable, calls
+from choreo.drive import Driver, complete
+from choreo.machine import Undeliverable
 from choreo.plan import prepare
 from choreo.status import RunFailure
 from cpl.trace import encode_json
@@ -119,7 +120,7 @@ class Lifeline:
                                expected_messages(plan.projection.program(name)),
                                plan.monitors.carried, plan.monitors.shape,
                                plan.choreography.variables)
-        self.expected = plan.choreography.results.get(name)  # None: the whole store
+        self.choreography = plan.choreography  # its results declaration: what is reported
         self.recipients = recipients(plan.projection.program(name)) - {name}
         self.received = 0
         self.stopping = False
@@ -127,7 +128,7 @@ class Lifeline:
         self.last_word = time.monotonic()  # the supervisor's latest frame
         self.log = EventLog(connection.log) if connection.log else ShippedLog()
         self.actions: Background | None = None  # runs async actions, while serving
-        self.acting: dict = {}  # thread -> (its option, the future of its async action)
+        self.acting: dict = {}  # thread -> (option, its action's future): Driver.under_way
 
     def serve(self) -> int:
         context = zmq.Context()
@@ -205,16 +206,26 @@ class Lifeline:
         poller.register(inbox, zmq.POLLIN)
         poller.register(control, zmq.POLLIN)
         poller.register(self.actions.wake_fd, zmq.POLLIN)
+        driver = Driver([runner], self._pick, self.log.write,
+                        lambda message: self._post(message, inbox, control, outboxes),
+                        background=self.actions)
+        self.acting = driver.under_way
+
+        def between(steps: int) -> bool:
+            """Between two steps: read the sockets (messages, orders); a stop ends the run."""
+            self._drain(inbox, control)
+            return self.stopping
         while not self.stopping:
             self._drain(inbox, control)
             if self.stopping:
                 break
-            if self.acting:
-                self._finish_actions(inbox, control, outboxes)
-            options = self._options() if self.status == "running" else []
-            if options:
-                self._take(options, inbox, control, outboxes)
-                continue
+            if self.status == "running":
+                try:
+                    complete(driver.run(between))  # until nothing can happen now, or a stop
+                except RunFailure as failure:
+                    self.status, self.error = "failed", failure.render()
+                if self.stopping:
+                    break
             self.actions.drain()  # a late wake must not keep the polls below from sleeping
             if self.acting and self.status == "running":  # busy, not idle: wait for them
                 if time.monotonic() - self.last_word > SUPERVISOR_SILENCE:
@@ -237,67 +248,27 @@ class Lifeline:
                 self._report(control, state[0])
                 reported = state
 
-    def _take(self, options, inbox, control, outboxes) -> None:
-        runner = self.runner
-        option = options[self.schedule.randrange(len(options))] if len(options) > 1 else options[0]
-        value = None
-        if calls(option):
-            try:
-                value = runner.start(option, snapshot=True)
-            except RunFailure as failure:
-                self.status, self.error = "failed", failure.render()
-                return
-            if inspect.isawaitable(value):
-                self.acting[option[1]] = option, self.actions.submit(value)
-                return
-        self._fire(option, value, inbox, control, outboxes)
+    def _pick(self, options: list):
+        """This lifeline's seeded choice among its threads' events."""
+        return options[self.schedule.randrange(len(options))] if len(options) > 1 else options[0]
 
-    def _options(self) -> list:
-        """The events that can happen now, but none of a thread whose action is running."""
-        options = self.runner.enabled()
-        if self.acting:
-            options = [option for option in options if option[1] not in self.acting]
-        return options
-
-    def _finish_actions(self, inbox, control, outboxes) -> None:
-        """Take the event of every async action that is done (in the order they started)."""
-        for thread, (option, future) in list(self.acting.items()):
-            if not future.done() or self.status != "running":
-                continue
-            del self.acting[thread]
-            try:
-                value = future.result()
-            except (Exception, SystemExit) as failure:
-                self.status, self.error = "failed", \
-                    self.runner.action_failed(option, failure).render()
-                return
-            self._fire(option, value, inbox, control, outboxes)
-
-    def _fire(self, option, value, inbox, control, outboxes) -> None:
-        """Take the event ``option`` is at (its action's ``value`` given), log it, send."""
-        runner = self.runner
+    def _post(self, message, inbox, control, outboxes) -> None:
+        """Send ``message`` (its send is in the log already); while the peer's queue is full,
+        go on taking frames."""
+        self.log.ship(control)
         try:
-            event, message = runner.fire(option, value)
-        except RunFailure as failure:
-            self.status, self.error = "failed", failure.render()
-            return
-        self.log.write(event)  # on disk before anyone can see its message
-        if message is not None:
-            self.log.ship(control)
+            frame = encode(self.c.run, message, self.runner.sent)
+        except FrameTooLarge as error:  # the send happened; its message cannot travel
+            raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{self.runner.taken}",
+                             str(error), kind="message") from None
+        outbox = outboxes[message.receiver]
+        while not self.stopping:
             try:
-                frame = encode(self.c.run, message, runner.sent)
-            except FrameTooLarge as error:  # the send happened; its message cannot travel
-                self.status, self.error = "failed", RunFailure(
-                    self.c.lifeline, event.id, str(error), kind="message").render()
+                outbox.send(frame, zmq.NOBLOCK)
                 return
-            outbox = outboxes[message.receiver]
-            while not self.stopping:
-                try:
-                    outbox.send(frame, zmq.NOBLOCK)
-                    return
-                except zmq.Again:  # the peer's queue is full: keep taking ours meanwhile
-                    self._drain(inbox, control)
-                    outbox.poll(100, zmq.POLLOUT)
+            except zmq.Again:  # the peer's queue is full: keep taking ours meanwhile
+                self._drain(inbox, control)
+                outbox.poll(100, zmq.POLLOUT)
 
     def _drain(self, inbox, control) -> None:
         """Take every frame waiting now: messages into the Runner's inbox, orders from the
@@ -343,7 +314,7 @@ class Lifeline:
 
     def _report(self, control, state: str, probe=None, final: bool = False) -> None:
         store = self.runner.store
-        results = {x: store[x] for x in self.expected or store if x in store}
+        results = self.choreography.reported(self.c.lifeline, store)
         send(control, State(state, self.status, self.error, self.runner.sent, self.received,
                             self.runner.taken, results, self.runner.waiting(),
                             dict(self.inbound.rejected), probe, final))

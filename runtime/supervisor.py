@@ -35,7 +35,8 @@ import uuid
 import zmq
 
 from choreo.fingerprint import fingerprint
-from choreo.status import DEADLOCK, DIED, FAILED, INTERRUPTED, NOT_JOINED, OK, TIMEOUT
+from choreo.status import (DEADLOCK, DIED, FAILED, INTERRUPTED, NOT_JOINED, OK, TIMEOUT,
+                           run_meta)
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat, Hello, Log, Probe, Refused,
                       Start, State, Stop, heard, quiet, send)
@@ -283,12 +284,10 @@ class Supervisor:
         return meta
 
     def _meta(self, status: str, error: str | None = None) -> dict:
-        meta = {"choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
-                "status": status, "run": self.run_id, "processes": True,
-                "hosts": {name: self.connections[name].host for name in self.lifelines
-                          if name in self.connections}}
-        if error:
-            meta["error"] = error
+        meta = run_meta(self.plan.name, self.seed, self.inputs, status, error, run=self.run_id,
+                        processes=True, hosts={name: self.connections[name].host
+                                               for name in self.lifelines
+                                               if name in self.connections})
         meta["results"] = self._results()
         rejected = {name: r.rejected for name, r in self.reports.items() if r.rejected}
         if rejected:

@@ -26,8 +26,8 @@ import msgpack
 import zmq
 
 from choreo import load_one
+from choreo.drive import Driver, complete
 from choreo.fingerprint import fingerprint
-from choreo.machine import calls
 from choreo.plan import prepare
 from cpl.monitor import offline
 from cpl.semantics import reference
@@ -234,16 +234,17 @@ def events_per_lifeline(trace) -> Counter:
 
 # ------------------------------------------------------------------ a live lifeline
 
+def first(options):
+    """The scheduler of a test that wants one order only: the first option."""
+    return options[0]
+
+
 def drive_until_send(runner):
     """Fire the runner's (first) enabled events until it sends; the message, or None."""
-    while True:
-        options = runner.enabled()
-        if not options:
-            return None
-        option = options[0]
-        event, message = runner.fire(option, runner.start(option) if calls(option) else None)
-        if message is not None:
-            return message
+    sent = []
+    driver = Driver([runner], first, lambda event: None, sent.append)
+    complete(driver.run(lambda steps: bool(sent)))
+    return sent[0] if sent else None
 
 
 class LiveLifeline:
@@ -461,15 +462,11 @@ def reference_events(plan, me: str, seed: int, messages) -> list[dict]:
     stores = plan.stores(plan.inputs())
     runner = plan.runner(me, dict(stores[me]), seed)
     events = []
+    driver = Driver([runner], first, lambda event: events.append(
+        json.loads(json.dumps(event.to_dict()))), lambda message: None)
     for message in messages:
         runner.deliver(message)
-        while True:
-            options = runner.enabled()
-            if not options:
-                break
-            option = options[0]
-            event, _ = runner.fire(option, runner.start(option) if calls(option) else None)
-            events.append(json.loads(json.dumps(event.to_dict())))
+        complete(driver.run())
     return events
 
 

@@ -7,7 +7,7 @@ import functools
 import attrs
 
 from . import ast
-from .desugar import desugar, exports, resugar, resugar_all, subformulas
+from .desugar import desugar, exports, resugar_all, subformulas
 from .names import Schema, resolve, symbol_warnings
 from .parser import parse
 from .printer import to_text
@@ -44,10 +44,6 @@ class CheckedGuard:
                 for lifeline, entry in shipped.items()
             },
         }
-
-    def text_of(self, primitive: ast.Formula) -> str:
-        """Text of a subformula of ``primitive`` that checks back to it (``P`` folded)."""
-        return to_text(resugar(primitive, self.universe))
 
 
 EVERY = "*"  # with ``anywhere``: each lifeline of wherever the guard is evaluated

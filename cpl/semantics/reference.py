@@ -72,10 +72,6 @@ class Evaluator:
 
     # ----------------------------------------------------- the order ≤
 
-    def leq(self, f: int, e: int) -> bool:
-        """``f ≤ e``: f reaches e along local-successor and send→receive edges."""
-        return self._position[f] < self._clock[self._lifeline[f]][e]
-
     def visible(self, lifeline: str, e: int) -> int:
         """How many of ``lifeline``'s events are ≤ e (they are its first ones)."""
         column = self._clock.get(lifeline)
@@ -96,10 +92,6 @@ class Evaluator:
         """``last_B(e)``: the latest event of B with ``last_B(e) ≤ e``, or None."""
         count = self.visible(lifeline, e)
         return self.trace.local_events(lifeline)[count - 1] if count else None
-
-    def local_past(self, e: int) -> list[int]:
-        """The events f on e's lifeline with ``f ≤ e``, in local order."""
-        return list(self.trace.local_events(self._lifeline[e])[:self._position[e] + 1])
 
     def local_past_latest_first(self, e: int) -> Iterator[int]:
         events = self.trace.local_events(self._lifeline[e])

@@ -97,7 +97,7 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             meta = supervisor.run(write or (lambda event: None))
             results = meta.get("results", {})
         for lifeline in plan.lifelines:  # results first, then the trace
-            names = plan.choreography.results.get(lifeline) or tuple(results.get(lifeline, ()))
+            names = plan.choreography.reported_names(lifeline, results.get(lifeline, {}))
             got = results.get(lifeline, {})
             shown = ", ".join(f"{n} = {json.dumps(got[n]) if n in got else '(unset)'}"
                               for n in names)

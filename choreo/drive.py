@@ -1,0 +1,158 @@
+"""The one loop that drives Runners: pick an event, run its action, fire it, hand it on.
+
+Every driver of :class:`~choreo.machine.Runner` objects — the seeded
+simulator over all lifelines, a lifeline process over its own threads, a
+test — does the same thing, written once as :meth:`Driver.run`: while some
+event can happen, ``pick`` one of the enabled options, run its action phase
+(call the action; await its value if it returns an awaitable), fire it, give
+the event to ``emit`` and the message to its receiver: into the receiver's
+inbox at once if it is driven here too, else to ``post``.  What differs
+between drivers is a parameter, not a branch of the loop:
+
+* ``pick(options)``: the scheduler — a seeded choice over every lifeline's
+  events, one lifeline's own seeded choice among its threads, the first;
+* ``background``: ``None``, and an action's awaitable is *yielded* to whoever
+  iterates the run (:func:`complete`, :func:`complete_async`), who awaits it
+  and sends its value back: the run waits.  Or a
+  :class:`~choreo.actions.Background`: the action runs there, seeing a
+  snapshot of the store, while the lifeline's other threads go on; its own
+  thread sits out, and its event is taken once the value is there;
+* ``until(steps)``, before each step: true stops the run there; it may also
+  raise (Ctrl-C, a deadline).  The simulator checks its limits in it, a
+  lifeline process reads its sockets.  A message it delivers to a runner is
+  among that runner's options from its next step on, or the next run: a
+  runner is asked again after each of its steps and when a run starts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from inspect import isawaitable
+from typing import Callable
+
+from .actions import bounded
+
+
+class Driver:
+    """Runners of one plan (a whole simulated run's, or one lifeline's), driven together.
+
+    ``post(message)`` takes each message for a runner not driven here (None: every
+    receiver is); ``sent(message, steps)``, if given, hears of each message delivered
+    here as it is sent (a scheduler that prefers the newest message needs the order)."""
+
+    def __init__(self, runners, pick: Callable, emit: Callable, post: Callable | None = None,
+                 *, background=None, sent: Callable | None = None):
+        self.runners = tuple(runners)
+        self.pick, self.emit, self.post, self.sent = pick, emit, post, sent
+        self.background = background
+        self.under_way: dict = {}  # thread -> (its option, its action's future), in start order
+        self.acting = False  # calling an action, or awaiting it in-line
+        self.steps = 0  # events taken so far
+        self._here = {runner.name: runner for runner in self.runners}
+
+    def run(self, until: Callable[[int], bool] | None = None):
+        """Take events until none can happen now (returns False) or ``until(steps)`` is true
+        (returns True).  A generator: it yields the awaitable of an action awaited in-line
+        and takes back its value, or the exception it raised (then a ``RunFailure``)."""
+        pick, emit, post, sent, here = self.pick, self.emit, self.post, self.sent, self._here
+        background, under_way = self.background, self.under_way
+        snapshot = background is not None
+        # Each runner's options, asked again only of the runners a step changed: the one
+        # that fired and the receiver of its message (a step's cost, bench P5).  At the
+        # runner's place in the plan: a list is cheaper to refresh than a dict (P5 again).
+        lists = [()] * (max(runner.index for runner in self.runners) + 1)
+        for runner in self.runners:
+            lists[runner.index] = runner.enabled()
+        steps = self.steps
+        try:
+            while True:
+                if under_way and (done := self._finished()) is not None:
+                    option, value = done
+                    runner = option[0]
+                else:
+                    options = []
+                    for some in lists:
+                        options += some
+                    if under_way:
+                        options = [o for o in options if o[1] not in under_way]
+                    if not options:
+                        return False
+                    if until is not None and until(steps):
+                        return True
+                    option = pick(options)
+                    runner, thread, _ = option
+                    value, want = None, thread.want
+                    if want[0] == "act" and want[1].fn is not None:  # machine.calls, inlined
+                        self.acting = True
+                        value = runner.start(option, snapshot)
+                        if isawaitable(value):
+                            if background is not None:
+                                under_way[thread] = option, background.submit(value)
+                                self.acting = False
+                                continue
+                            try:
+                                value = yield value
+                            except (Exception, SystemExit) as failure:
+                                raise runner.action_failed(option, failure) from None
+                        self.acting = False
+                event, message = runner.fire(option, value)
+                emit(event)
+                steps += 1
+                if message is not None:
+                    receiver = here.get(message.receiver)
+                    if receiver is None:
+                        post(message)
+                    else:
+                        if sent is not None:
+                            sent(message, steps)
+                        receiver.deliver(message)
+                        lists[receiver.index] = receiver.enabled()
+                lists[runner.index] = runner.enabled()
+        finally:
+            self.steps = steps
+
+    def _finished(self) -> tuple | None:
+        """(option, value) of the first action under way (in start order) that is done."""
+        for thread, (option, future) in self.under_way.items():
+            if future.done():
+                del self.under_way[thread]
+                try:
+                    return option, future.result()
+                except (Exception, SystemExit) as failure:
+                    raise option[0].action_failed(option, failure) from None
+        return None
+
+
+def complete(steps, wait: Callable | None = None):
+    """Iterate a run (:meth:`Driver.run`, or a generator built on it) to its end and return
+    its value, awaiting what it yields with ``wait(awaitable)``; ``None``: nothing is
+    awaited in-line (a driver with a ``background``)."""
+    try:
+        pending = next(steps)
+        while True:
+            try:
+                value = wait(pending)
+            except BaseException as error:  # noqa: BLE001 - thrown back into the run
+                pending = steps.throw(error)
+            else:
+                pending = steps.send(value)
+    except StopIteration as stop:
+        return stop.value
+
+
+async def complete_async(steps, deadline: float | None = None):
+    """:func:`complete` on the running event loop, each await bounded by ``deadline``."""
+    try:
+        pending = next(steps)  # StopIteration at once: a run with no async action
+        while True:
+            try:
+                value = await bounded(pending, deadline)
+            except asyncio.CancelledError:
+                steps.close()
+                raise
+            except BaseException as error:  # noqa: BLE001 - the run decides what it means
+                pending = steps.throw(error)
+            else:
+                pending = steps.send(value)
+    except StopIteration as stop:
+        return stop.value
