@@ -48,7 +48,7 @@ class Connection:
     supervisor: str  # tcp://HOST:PORT of the supervisor's control socket
     host: str  # the address this lifeline binds its inbox on
     choreography: str  # path of the CHOREO.py
-    name: str | None  # which choreography in it
+    choreography_name: str | None  # which choreography in that file (--name)
     inputs: dict = attrs.field(eq=False)
     seed: int
     fingerprint: str  # of the plan the supervisor loaded (choreo.fingerprint): ours must match

@@ -106,10 +106,13 @@ def _line(event) -> str:
     return encode_json(data)
 
 
-class Lifeline:
+class LifelineProcess:
+    """One lifeline of a run, serving its Runner over ZeroMQ (the DSL's ``Lifeline`` is the
+    choreography's handle of the same name)."""
+
     def __init__(self, connection: Connection):
         self.c = connection
-        choreography = load_one(connection.choreography, connection.name)
+        choreography = load_one(connection.choreography, connection.choreography_name)
         self.fingerprint = fingerprint(choreography, connection.inputs, connection.seed)
         plan = prepare(choreography)
         inputs = plan.inputs(values=connection.inputs)
@@ -349,7 +352,7 @@ def main(connection: Connection, watch_stdin: bool) -> int:
     pipe) ends the process: a supervisor killed with -9 leaves no lifeline behind."""
     if watch_stdin:
         threading.Thread(target=_exit_on_eof, name="cpl-parent", daemon=True).start()
-    return Lifeline(connection).serve()
+    return LifelineProcess(connection).serve()
 
 
 def _exit_on_eof() -> None:

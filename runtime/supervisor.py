@@ -47,11 +47,12 @@ from .merge import merge, read_log
 class Supervisor:
     """One run over processes, its lifelines placed by ``launchers`` (default: all here)."""
 
-    def __init__(self, plan, choreography: str, name: str | None, inputs: dict, seed: int, *,
-                 secure: bool = True, timeout: float | None = None, host: str = "127.0.0.1",
+    def __init__(self, plan, choreography: str, choreography_name: str | None, inputs: dict,
+                 seed: int, *, secure: bool = True, timeout: float | None = None, host: str = "127.0.0.1",
                  launchers: list[Launcher] | None = None):
         self.plan, self.inputs, self.seed, self.timeout = plan, inputs, seed, timeout
-        self.choreography, self.name, self.host = os.path.abspath(choreography), name, host
+        self.choreography, self.host = os.path.abspath(choreography), host
+        self.choreography_name = choreography_name
         self.run_id = uuid.uuid4().hex[:16]  # 64 bits name a run well enough; every frame holds it
         self.lifelines = plan.lifelines
         self.launchers = launchers if launchers is not None else [LocalProcesses(self.lifelines)]
@@ -121,8 +122,8 @@ class Supervisor:
         """Start ``launcher``'s lifelines from drafts that log to this host's disk and bind
         on the supervisor's address; the launcher may place them elsewhere."""
         drafts = {name: Connection(self.run_id, name, address, self.host, self.choreography,
-                                   self.name, self.inputs, self.seed, self.fingerprint,
-                                   self._log(name),
+                                   self.choreography_name, self.inputs, self.seed,
+                                   self.fingerprint, self._log(name),
                                    self.keys[name] if self.keys else None)
                   for name in launcher.lifelines}
         handed = launcher.launch(drafts)
