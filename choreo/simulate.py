@@ -43,7 +43,8 @@ from .actions import Awaiter, DeadlinePassed
 from .drive import Driver, complete, complete_async
 from .plan import Plan, prepare
 from .schedules import RANDOM, SCHEDULES
-from .status import DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure, run_meta
+from .status import (DEADLOCK, FAILED, INTERRUPTED, LIMIT, OK, TIMEOUT, RunFailure, deadlocked,
+                     run_meta, timed_out)
 
 
 @attrs.frozen
@@ -184,16 +185,15 @@ class _Simulation:
         except RunFailure as failure:
             status, error = FAILED, failure.render()
         except DeadlinePassed:
-            status, error = TIMEOUT, f"stopped after {timeout:g} s (--timeout)"
+            status, error = TIMEOUT, timed_out(timeout)
         except KeyboardInterrupt:
-            status, error = INTERRUPTED, "interrupted"
+            status, error = INTERRUPTED, INTERRUPTED
         steps = self.driver.steps
         if status == INTERRUPTED and self.sink is None and self.recording:
             steps = len(self.events)  # the append is atomic; counting after it is not
         if status == OK and any(not r.done for r in self.runners):
             status = DEADLOCK
-            error = "deadlock: no event can happen; " + "; ".join(
-                wait for r in self.runners for wait in r.waiting())
+            error = deadlocked(wait for r in self.runners for wait in r.waiting())
         return status, error, steps
 
     def _picker(self, draw) -> tuple:

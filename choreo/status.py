@@ -39,6 +39,16 @@ class RunFailure(ChoreographyError):
         self.cause = cause
 
 
+def timed_out(seconds: float) -> str:
+    """The line a run stopped by ``--timeout`` ends with, in every mode."""
+    return f"stopped after {seconds:g} s (--timeout)"
+
+
+def deadlocked(waits) -> str:
+    """The line a deadlocked run ends with: what each waiting lifeline waits for."""
+    return "deadlock: no event can happen; " + "; ".join(waits)
+
+
 def run_meta(choreography: str, seed, inputs: dict, status: str, error: str | None = None,
              **facts) -> dict:
     """A finished run's ``meta`` (trace.md), whoever drove it: which run, how it ended —

@@ -36,7 +36,7 @@ import zmq
 
 from choreo.fingerprint import fingerprint
 from choreo.status import (DEADLOCK, DIED, FAILED, INTERRUPTED, NOT_JOINED, OK, TIMEOUT,
-                           run_meta)
+                           deadlocked, run_meta, timed_out)
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat, Hello, Log, Probe, Refused,
                       Start, State, Stop, heard, quiet, send)
@@ -108,7 +108,7 @@ class Supervisor:
                     self._launch(launcher, address)
                 meta = self._watch(control, began)
             except KeyboardInterrupt:
-                meta = self._meta(INTERRUPTED, "interrupted")
+                meta = self._meta(INTERRUPTED, INTERRUPTED)
             self._stop(control)
             meta["results"] = self._results()
             logs = {name: read_log(self._log(name), name) for name in self.lifelines}
@@ -156,11 +156,10 @@ class Supervisor:
             if ended is not None:
                 return ended
             if deadline is not None and now > deadline:
-                return self._meta(TIMEOUT, f"stopped after {self.timeout:g} s (--timeout)")
+                return self._meta(TIMEOUT, timed_out(self.timeout))
             if self._deadlock(control):
-                waits = [w for r in self.reports.values() for w in r.waiting]
-                return self._meta(DEADLOCK, "deadlock: no event can happen; "
-                                  + "; ".join(waits))
+                return self._meta(DEADLOCK, deadlocked(w for r in self.reports.values()
+                                                       for w in r.waiting))
 
     def _stop(self, control) -> None:
         """Say ``stop``; hear the last words (final reports, shipped log lines) of every
