@@ -131,7 +131,7 @@ class LifelineProcess:
         self.last_word = time.monotonic()  # the supervisor's latest frame
         self.log = EventLog(connection.log) if connection.log else ShippedLog()
         self.actions: Background | None = None  # runs async actions, while serving
-        self.acting: dict = {}  # thread -> (option, its action's future): Driver.under_way
+        self.under_way: dict = {}  # thread -> (option, its action's future): the Driver's
 
     def serve(self) -> int:
         context = zmq.Context()
@@ -212,7 +212,7 @@ class LifelineProcess:
         driver = Driver([runner], self._pick, self.log.write,
                         lambda message: self._post(message, inbox, control, outboxes),
                         background=self.actions)
-        self.acting = driver.under_way
+        self.under_way = driver.under_way
 
         def between(steps: int) -> bool:
             """Between two steps: read the sockets (messages, orders); a stop ends the run."""
@@ -230,10 +230,10 @@ class LifelineProcess:
                 if self.stopping:
                     break
             self.actions.drain()  # a late wake must not keep the polls below from sleeping
-            if self.acting and self.status == "running":  # busy, not idle: wait for them
+            if self.under_way and self.status == "running":  # busy, not idle: wait for them
                 if time.monotonic() - self.last_word > SUPERVISOR_SILENCE:
                     return
-                if not any(future.done() for _, future in self.acting.values()):
+                if not any(future.done() for _, future in self.under_way.values()):
                     poller.poll(int(BEAT * 1000))
                 continue
             if self.status == "running" and runner.done:
@@ -285,7 +285,7 @@ class LifelineProcess:
             if isinstance(order, Stop):
                 self.stopping = True
             elif isinstance(order, Probe):  # Mattern's wave: our state as of now
-                busy = self.status == "running" and (self.acting or self.runner.enabled())
+                busy = self.status == "running" and (self.under_way or self.runner.enabled())
                 self._report(control, "busy" if busy else "idle" if self.status == "running"
                              else "end", probe=order.wave)
 
