@@ -3,7 +3,7 @@
     python bench/run.py                  # everything (about ten minutes on 2 cores)
     python bench/run.py --quick          # small sizes, one or two rounds: a smoke run
     python bench/run.py --only P1,P3     # any of P1, P1-local, P2, P3, P3-scale, P4, P5, P6,
-                                         # startup, render
+                                         # startup, render, lifelines
     python bench/run.py --json out.json  # also write every individual measurement
 
 Every ratio is against a baseline measured in the same run; see README.md.
@@ -21,6 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, however run
 
+import lifelines  # noqa: E402
 import p1_local  # noqa: E402
 import p1_mixed  # noqa: E402
 import p2_receive  # noqa: E402
@@ -36,7 +37,8 @@ from timing import table  # noqa: E402
 BENCHMARKS = {"P1": p1_mixed.run, "P1-local": p1_local.run, "P2": p2_receive.run,
               "P3": p3_metadata.run, "P3-scale": p3_scale.run, "P5": p5_simulate.run,
               "P6": p6_eval.run}
-BENCHMARKS.update({"P4": p4_throughput.run, "startup": startup.run, "render": render.run})
+BENCHMARKS.update({"P4": p4_throughput.run, "startup": startup.run, "render": render.run,
+                   "lifelines": lifelines.run})
 
 
 def machine() -> dict:

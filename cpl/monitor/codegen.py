@@ -39,10 +39,11 @@ import linecache
 import math
 import weakref
 
-from ..lang import ast, term_text, to_text, COMPARE, UNSET
+from ..lang import ast, term_text, to_text, COMPARE, Exports, UNSET
 from ..errors import EvaluationError
 
 _modules = itertools.count(1)  # one linecache file name per generated module
+_NOTHING = Exports((), ())  # what a lifeline no guard reads ships
 
 
 def _guarded(entry):
@@ -55,10 +56,15 @@ def _guarded(entry):
     return call
 
 
-def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped, exported,
+def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped, exported,
                      carried, predicates):
     """Return (source, factory): ``factory(init)`` builds lifeline ``index``'s monitor state
     and returns its event steps ``(act, send, receive, choice, values, views, varviews, store)``.
+
+    ``positions`` maps each lifeline to its index in ``shipped``.  ``lifeline`` and
+    ``index`` None: the one monitor of every lifeline that no guard reads or owns (they
+    all compute the same, so they share it; ``compile``).  Only what this lifeline reads
+    is looked up, so the cost is in its slots and ``carried``, not in all lifelines.
     """
     at = {name: p for p, name in enumerate(carried)}  # lifeline -> its entries' position
     me = at.get(lifeline)  # None: nobody reads this lifeline, it ships no entry of its own
@@ -93,7 +99,7 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             name = f"t{len(reads)}"
             reads[t] = name
             if isinstance(t, ast.Remote) and t.lifeline != lifeline:
-                k = shipped[lifelines.index(t.lifeline)].variables.index(t.name)
+                k = shipped[positions[t.lifeline]].variables.index(t.name)
                 head.append(f"{name} = varviews[{at[t.lifeline]}][{k}]  # "
                             f"{_comment(term_text(t))}")
             else:
@@ -144,12 +150,19 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
     def old(i) -> str:
         return f"y{i}" if i in olds else f"v{i}"
 
-    # bit of each shipped formula, by dict (hash, then identity) rather than list.index
-    exported_at = [{f: k for k, f in enumerate(e.formulas)} for e in shipped]
+    # bit of each shipped formula, by dict (hash, then identity) rather than list.index;
+    # built for the lifelines this one reads only
+    exported_at: dict = {}
+
+    def bit(node) -> int:
+        if node.lifeline not in exported_at:
+            formulas = shipped[positions[node.lifeline]].formulas
+            exported_at[node.lifeline] = {f: k for k, f in enumerate(formulas)}
+        return exported_at[node.lifeline][node.body]
     for i, node in enumerate(slots):
         kind = type(node)
         if kind is ast.At:  # only B != A gets a slot of its own
-            k = exported_at[lifelines.index(node.lifeline)][node.body]
+            k = bit(node)
             b = at[node.lifeline]
             code = f"views[{b}] >> {k} & 1" if k else f"views[{b}] & 1"
         elif kind is ast.Prev:
@@ -164,9 +177,9 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             code = f"v{slot_of[node.left]} or v{slot_of[node.right]}"
         else:
             code = atom(node)
-        body.append(f"v{i} = {code}  # {_show(node, slot_of, lifelines)}")
+        body.append(f"v{i} = {code}  # {_show(node, slot_of, positions)}")
 
-    own = shipped[index]
+    own = shipped[index] if index is not None else _NOTHING
     evaluate = [f"y{i} = v{i}" for i in sorted(olds)] + head + body
     if exported:  # ``<< 0`` too: it turns a bool slot into the int a bitmask must be
         evaluate.append(f"views[{me}] = " + " | ".join(
@@ -183,7 +196,7 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             continue
         merge += [f"if mvc[{b}] > vc[{b}]:  # ahead on {_comment(name)}: copy its entries",
                   f"    vc[{b}] = mvc[{b}]"]
-        exports = shipped[lifelines.index(name)]
+        exports = shipped[positions[name]]
         if exports.formulas or exports.variables:
             merge += [f"    views[{b}] = mviews[{b}]", f"    varviews[{b}] = mvars[{b}]"]
     # A's own clock entry lives in the cell ``own`` (a cell add is cheaper than a list
@@ -202,16 +215,17 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
             lines.append(f"        return {result}")
         return lines
 
-    initial_varviews = ", ".join(f"({'U, ' * len(shipped[lifelines.index(b)].variables)})"
+    initial_varviews = ", ".join(f"({'U, ' * len(shipped[positions[b]].variables)})"
                                  for b in carried)
+    whose = f"lifeline {index}" if index is not None else "every lifeline no guard reads or owns"
     lines = [
         "def monitor(init):",
-        f'    """The monitor of lifeline {index}: Definition 4 state, Algorithm 1 steps,',
+        f'    """The monitor of {whose}: Definition 4 state, Algorithm 1 steps,',
         f'    Algorithm 2 inlined ({len(slots)} slots, bottom-up, old values in v*/y*)."""',
         f"    vc = [0] * {len(carried)}  # entries of carried lifelines only",
         *([f"    own = 0  # the own entry of vc ({_comment(lifeline)}); send writes it to "
            f"vc[{me}]"] if me is not None else
-          [f"    # no own entry ({_comment(lifeline)}): not carried, no guard reads it"]),
+          [f"    # no own entry{_named(lifeline)}: not carried, no guard reads it"]),
         f"    views = [0] * {len(carried)}",
         f"    varviews = [{initial_varviews}]",
         "    store = dict(init)",
@@ -232,7 +246,7 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
     ]
     source = "\n".join(lines) + "\n"
     # Only indices in the file name: the name of the lifeline is anybody's text.
-    filename = f"<cpl monitor {next(_modules)}: lifeline {index}>"
+    filename = f"<cpl monitor {next(_modules)}: {whose}>"
     exec(compile(source, filename, "exec"), namespace)
     factory = namespace["monitor"]
     _register_source(filename, source, factory)
@@ -320,14 +334,18 @@ _SHOWN = {ast.Since: "v{} S v{}", ast.And: "v{} && v{}", ast.Or: "v{} || v{}",
           ast.Not: "!v{}", ast.Prev: "Y v{}"}
 
 
-def _show(node, slot_of, lifelines) -> str:
+def _named(lifeline) -> str:
+    return f" ({_comment(lifeline)})" if lifeline is not None else ""
+
+
+def _show(node, slot_of, positions) -> str:
     """A slot's comment: its operator over child slots (never the whole subtree, which
     nested ``P`` makes exponential), or an atom's text, escaped and capped."""
     kind = type(node)
     if kind in _SHOWN:
         return _SHOWN[kind].format(*(slot_of[child] for child in ast.children(node)))
     if kind is ast.At:
-        return f"@{_comment(node.lifeline)}(...) as lifeline {lifelines.index(node.lifeline)} shows it"
+        return f"@{_comment(node.lifeline)}(...) as lifeline {positions[node.lifeline]} shows it"
     try:
         return _comment(to_text(node))
     except (TypeError, ValueError):  # a value with no CPL literal (NaN, say): still a comment

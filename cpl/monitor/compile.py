@@ -23,6 +23,7 @@ structural equality.
 
 from __future__ import annotations
 
+import functools
 from typing import Iterable
 
 import attrs
@@ -66,7 +67,13 @@ class Program:
     carried: tuple[str, ...]
 
     def index(self, lifeline: str) -> int:
-        return self.lifelines.index(lifeline)
+        return self._positions[lifeline]
+
+    @functools.cached_property
+    def _positions(self) -> dict[str, int]:
+        """Lifeline → index: a monitor per lifeline looks itself up (``list.index`` there
+        made a replay quadratic in lifelines)."""
+        return {name: i for i, name in enumerate(self.lifelines)}
 
     @property
     def shape(self) -> Shape:
@@ -103,7 +110,8 @@ def compile_guards(guards: Iterable[OwnedFormula], lifelines: Iterable[str], *, 
                          f"lifelines {list(lifelines)}")
     if prune:
         table = exports(formulas)
-        shipped = tuple(table.get(b, Exports((), ())) for b in lifelines)
+        nothing = Exports((), ())
+        shipped = tuple(table.get(b, nothing) for b in lifelines)
     else:
         everything = _every_subformula(formulas)
         names = tuple(dict.fromkeys(t.name for f in everything for t in ast.terms(f)
@@ -111,13 +119,27 @@ def compile_guards(guards: Iterable[OwnedFormula], lifelines: Iterable[str], *, 
         shipped = tuple(Exports(everything, names) for _ in lifelines)
     carried = tuple(b for b, e in zip(lifelines, shipped) if e.formulas or e.variables) \
         if prune else lifelines
+    positions = {name: i for i, name in enumerate(lifelines)}
+    owned: dict = {}
+    for g in guards:
+        owned.setdefault(g.owner, []).append(g.formula)
+    every = list(_every_subformula(formulas)) if not prune else None
+    # A lifeline no guard reads or owns computes only the guards everybody owns, ships
+    # nothing and carries no entry: one monitor serves them all, so compiling costs the
+    # guards' size plus a constant per lifeline, not a generated module per lifeline.
+    plain = None
     locals_ = []
     for index, lifeline in enumerate(lifelines):
-        roots = [g.formula for g in guards if g.owner in (None, lifeline)]
-        roots += list(shipped[index].formulas)
-        if not prune:
-            roots = list(_every_subformula(formulas))
-        locals_.append(_compile_local(lifeline, index, roots, lifelines, shipped, carried,
+        if prune and lifeline not in read and lifeline not in owned:
+            if plain is None:
+                plain = _compile_local(None, None, owned.get(None, []), positions, shipped,
+                                       carried, predicates)
+            locals_.append(SlotProgram(lifeline, index, plain.slots, plain.slot_of,
+                                       plain.exported_slots, plain.source, plain.factory))
+            continue
+        roots = every if every is not None else \
+            owned.get(None, []) + owned.get(lifeline, []) + list(shipped[index].formulas)
+        locals_.append(_compile_local(lifeline, index, roots, positions, shipped, carried,
                                       predicates))
     return Program(lifelines, shipped, tuple(locals_), guards, carried)
 
@@ -133,8 +155,10 @@ def _every_subformula(formulas) -> tuple:
     return tuple(distinct)
 
 
-def _compile_local(lifeline, index, roots, lifelines, shipped, carried,
+def _compile_local(lifeline, index, roots, positions, shipped, carried,
                    predicates) -> SlotProgram:
+    """``lifeline`` and ``index`` None: the monitor shared by every lifeline no guard
+    reads or owns (``generate_monitor``)."""
     slot_of: dict = {}
     slots: list = []
 
@@ -163,7 +187,7 @@ def _compile_local(lifeline, index, roots, lifelines, shipped, carried,
 
     for root in roots:
         need(root)
-    exported = tuple(need(f) for f in shipped[index].formulas)
-    source, factory = generate_monitor(lifeline, index, slots, slot_of, roots, lifelines, shipped,
+    exported = tuple(need(f) for f in shipped[index].formulas) if index is not None else ()
+    source, factory = generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
                                        exported, carried, predicates)
     return SlotProgram(lifeline, index, tuple(slots), slot_of, exported, source, factory)

@@ -23,7 +23,8 @@ def replay(trace, program) -> Iterator[tuple[object, Monitor]]:
 def replay_events(lifelines, init, events: Iterable, program) -> Iterator[tuple[object, Monitor]]:
     """``replay`` over any iterable of events in trace order (a stream read line by line):
     what it keeps is the monitors and the messages in transit, not the events."""
-    monitors = {name: Monitor(program, name, init.get(name)) for name in lifelines}
+    with collector_paused():  # a monitor per lifeline, no cycle among them: collector_paused
+        monitors = {name: Monitor(program, name, init.get(name)) for name in lifelines}
     in_flight = {}
     for event in events:
         monitor = monitors[event.lifeline]
