@@ -148,3 +148,31 @@ def test_console_script_is_installed():
         pytest.skip("the cpl console script is not installed next to this python")
     result = subprocess.run([script, "check", "x&&y"], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout) == (0, "x && y\n")
+
+
+def test_file_and_standard_input_for_guards_too_long_for_a_command_line(tmp_path):
+    chain = "x && " * 10_000 + "x"  # 50 kB: a chain, not nesting
+    path = tmp_path / "guard.txt"
+    path.write_text(chain + "\n", encoding="utf-8")
+    result = cpl("check", "--file", str(path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == chain + "\n"
+    result = cpl("check", "--file", "-", "--format", "json", input="a &&\n b")
+    assert result.returncode == 0 and json.loads(result.stdout)["canonical"] == "a && b"
+
+
+def test_file_errors_name_the_file_and_stop_at_the_length_limit(tmp_path):
+    path = tmp_path / "bad.txt"
+    path.write_text("a &&\n  b ==", encoding="utf-8")
+    result = cpl("check", "--file", str(path))
+    assert result.returncode == 2 and result.stderr.startswith(f"{path}:2:7: error: expected")
+    endless = tmp_path / "endless.txt"
+    endless.symlink_to("/dev/zero")
+    result = cpl("check", "--file", str(endless))
+    assert result.returncode == 2 and "holds more than 100,000 characters" in result.stderr
+    result = cpl("check", "--file", str(tmp_path / "missing.txt"))
+    assert result.returncode == 2 and "cannot read" in result.stderr
+    for arguments in (["x", "--file", str(path)], []):
+        result = cpl("check", *arguments)
+        assert result.returncode == 2 and "--file FILE" in result.stderr
+        assert "Traceback" not in result.stderr

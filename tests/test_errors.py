@@ -374,12 +374,12 @@ def test_lines_end_at_newline_only(text, line, column, shown):
     ("!" * (MAX_DEPTH + 1) + "x", MAX_DEPTH + 1),
     ("Y " * (MAX_DEPTH + 1) + "x", 2 * MAX_DEPTH + 1),
     ("@A(" * (MAX_DEPTH + 1) + "x" + ")" * (MAX_DEPTH + 1), 3 * MAX_DEPTH + 1),
-    ("x && " * (MAX_DEPTH + 1) + "x", 1),
+    ("(x && (x || " * (MAX_DEPTH // 2 + 1) + "x" + "))" * (MAX_DEPTH // 2 + 1), 6 * MAX_DEPTH + 2),
     ("x S " * (MAX_DEPTH + 1) + "x", 4 * MAX_DEPTH + 1),
     ("(" * 5000 + "!" * 5000 + "x" + ")" * 5000, 5000 + MAX_DEPTH + 1),
     ("x -> " * 2000 + "x", 5 * MAX_DEPTH + 1),
     ("O H " * 150 + "x", 2 * MAX_DEPTH + 1),  # once crashed check() with RecursionError
-], ids=["not", "Y", "at", "and", "since", "parenthesised", "implies", "sugar"])
+], ids=["not", "Y", "at", "and-or", "since", "parenthesised", "implies", "sugar"])
 def test_deep_nesting_is_a_located_error(text, column):
     with pytest.raises(GuardError) as caught:
         parse(text)
@@ -395,8 +395,9 @@ def test_deep_nesting_is_a_located_error(text, column):
     "!" * MAX_DEPTH + "x",
     "H " * MAX_DEPTH + "x",      # desugars three levels deep per H
     "x && " * MAX_DEPTH + "x",
+    "x && " * 10 * MAX_DEPTH + "x",  # a chain of && is long, not deep
     "(" * 5000 + "x" + ")" * 5000,  # parentheses alone do not nest operators
-], ids=["not", "H", "and", "parentheses"])
+], ids=["not", "H", "and", "chain", "parentheses"])
 def test_nesting_up_to_the_limit_is_fine_everywhere(text):
     guard = cpl.check(text, cpl.Schema(lifelines=("A", "B")))
     assert cpl.parse(guard.canonical) == guard.formula

@@ -61,4 +61,5 @@ def test_rebuild_replaces_children_and_terms_and_keeps_unchanged_nodes():
     assert swapped == parse("@A(y) && x == 1")
     atom = parse("member(x, y)")
     assert ast.rebuild(atom, new_terms=[ast.Var("z"), ast.Var("y")]) == parse("member(z, y)")
-    assert ast.map_children(parse("!a"), lambda child: parse("b")) == parse("!b")
+    assert ast.fold(parse("!a"), lambda n, kids: ast.rebuild(n, kids) if kids else parse("b")) \
+        == parse("!b")

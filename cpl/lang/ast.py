@@ -272,6 +272,34 @@ def walk(node):
         stack.extend(reversed(children(current)))
 
 
+def fold(formula, combine):
+    """``combine(node, [its children's results])`` for every distinct node object below
+    and including ``formula``, children first, left to right; the result of ``formula``.
+
+    Without recursion: a chain of 10,000 ``&&`` is a formula 10,000 deep (issue 16),
+    and every pass that maps a formula to something is one call of this.
+    """
+    done: dict[int, object] = {}
+    stack = [(formula, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if id(node) in done:
+            continue
+        kids = children(node)
+        if kids and not expanded:
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(kids) if id(child) not in done)
+            continue
+        done[id(node)] = combine(node, [done[id(child)] for child in kids])
+    return done[id(formula)]
+
+
+def hashed(formula):
+    """``formula``, its hash cached bottom-up: hashing it later recurses no more."""
+    fold(formula, lambda node, _: hash(node))
+    return formula
+
+
 _FORMULA_FIELDS = {Since: ("left", "right"), And: ("left", "right"), Or: ("left", "right"),
                    Implies: ("left", "right"), At: ("body",), Prev: ("body",), Not: ("body",),
                    Past: ("body",), Once: ("body",), Hist: ("body",)}
@@ -299,11 +327,6 @@ def rebuild(node, new_children=None, new_terms=None, **changes):
                 if getattr(node, field) is not term:
                     changes[field] = term
     return attrs.evolve(node, **changes) if changes else node
-
-
-def map_children(node, function, **changes):
-    """``node`` with ``function`` applied to each direct subformula."""
-    return rebuild(node, [function(child) for child in children(node)], **changes)
 
 
 def either(formulas):

@@ -44,24 +44,33 @@ def past(body: ast.Formula, lifelines: tuple) -> ast.Formula:
     return ast.either([ast.At(b, once) for b in lifelines])
 
 
-def _desugar(node, lifelines: tuple):
+def _desugar(formula, lifelines: tuple):
+    """Children first (``ast.fold``: no recursion); an unqualified ``P`` without lifelines
+    is refused first, the outermost leftmost one named."""
+    if not lifelines:
+        for node in ast.walk(formula):
+            if type(node) is ast.Past and not isinstance(node.body, ast.At):
+                where = (node.span.line, node.span.column) if node.span else ()
+                raise GuardError("'P φ' needs the set of lifelines; none is known here", "",
+                                 *where, hint="write P @A(φ) for one lifeline, or give a schema")
+    return ast.fold(formula, lambda node, kids: _primitive(node, kids, lifelines))
+
+
+def _primitive(node, kids: list, lifelines: tuple):
+    """``node`` in primitive form, given its children in primitive form."""
     kind = type(node)
     if kind is ast.Implies:
-        return ast.Or(ast.Not(_desugar(node.left, lifelines)), _desugar(node.right, lifelines))
+        return ast.Or(ast.Not(kids[0]), kids[1])
     if kind is ast.Once:
-        return ast.Since(TRUE, _desugar(node.body, lifelines))
+        return ast.Since(TRUE, kids[0])
     if kind is ast.Hist:
-        return ast.Not(ast.Since(TRUE, ast.Not(_desugar(node.body, lifelines))))
+        return ast.Not(ast.Since(TRUE, ast.Not(kids[0])))
     if kind is ast.Seen:
         return ast.At(node.lifeline, TRUE)
     if kind is ast.Past:
-        if not isinstance(node.body, ast.At) and not lifelines:
-            where = (node.span.line, node.span.column) if node.span else ()
-            raise GuardError("'P φ' needs the set of lifelines; none is known here", "", *where,
-                             hint="write P @A(φ) for one lifeline, or give a schema")
-        return past(_desugar(node.body, lifelines), lifelines)
-    if ast.children(node):
-        return ast.map_children(node, lambda child: _desugar(child, lifelines), span=None)
+        return past(kids[0], lifelines)
+    if kids:
+        return ast.rebuild(node, kids, span=None)
     return node
 
 
@@ -147,9 +156,12 @@ def _folded_past(node, lifelines: tuple):
     """φ when ``node`` is ``past(φ, lifelines)`` (shared), else None."""
     if not lifelines:
         return None
-    leftmost = node
-    while type(leftmost) is ast.Or:
-        leftmost = leftmost.left
+    # ``past`` builds a balanced ``||``: its leftmost @ is at most this deep (a longer
+    # left spine is a chain the guard wrote, and walking it at each of its nodes
+    # would cost its length squared)
+    leftmost, depth = node, len(lifelines).bit_length()
+    while type(leftmost) is ast.Or and depth:
+        leftmost, depth = leftmost.left, depth - 1
     if not (type(leftmost) is ast.At and type(leftmost.body) is ast.Since
             and leftmost.body.left == TRUE):
         return None

@@ -97,15 +97,20 @@ class _Resolver:
             raise self.fail(node, f"unknown lifeline '{name}'" + did_you_mean(name, known),
                             hint=f"known lifelines: {', '.join(known) or '(none)'}", word=name)
 
-    def formula(self, node):
-        kind = type(node)
-        if kind in (ast.At, ast.Seen):
-            self.lifeline(node, node.lifeline)
-        if kind is ast.Pred:
-            self.predicate(node)
-        if kind in ast.ATOMS:
-            return ast.rebuild(node, new_terms=[self.term(t) for t in ast.terms(node)])
-        return ast.map_children(node, self.formula)
+    def formula(self, formula):
+        """Names checked parents first, left to right (the first error is the leftmost
+        outermost), then the formula rebuilt children first: no recursion either way."""
+        atoms = {}
+        for node in ast.walk(formula):
+            kind = type(node)
+            if kind in (ast.At, ast.Seen):
+                self.lifeline(node, node.lifeline)
+            if kind is ast.Pred:
+                self.predicate(node)
+            if kind in ast.ATOMS:
+                atoms[id(node)] = ast.rebuild(node, new_terms=[self.term(t) for t in ast.terms(node)])
+        return ast.fold(formula, lambda node, kids: atoms[id(node)] if id(node) in atoms
+                        else ast.rebuild(node, kids))
 
     def predicate(self, node: ast.Pred) -> None:
         entry = self.schema.predicates.get(node.name)

@@ -9,8 +9,7 @@ import math
 from pathlib import Path
 
 import lark
-from lark import Transformer, v_args
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken, VisitError
+from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 from . import ast
 from ..errors import GuardError
@@ -21,10 +20,17 @@ KEYWORDS = frozenset("S Y P O H true false null and or not since Seen".split())
 _WORDS = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string",
           "COMPARE": "a comparison operator", "$END": "the end of the guard"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
-# Operators nested deeper than this are refused with a located error: every
-# later stage (resolver, desugaring, printer, hashing, compiler) recurses.
+# Operators nested deeper than this are refused with a located error.  A chain of
+# ``&&`` (or of ``||``), however parenthesised, is one level: the operator is
+# associative, so ``x && x && …`` is long, not deep.  No stage recurses over a
+# formula's depth (``ast.fold``); the limit keeps guards readable and the
+# reference evaluator's recursion over real nesting (``S``, ``@``, ``!``, …) short.
 MAX_DEPTH = 100
 _OPERATORS = {"at", "not_", "prev", "past", "once", "hist", "since", "and_", "or_", "implies"}
+_CHAINS = {"and_", "or_"}
+# Longer guards are refused before parsing: parsing costs about 10 µs a character
+# (a 1 MB guard took 10 s), and a guard this long is a program, not a condition.
+MAX_GUARD_LENGTH = 100_000
 
 
 @functools.lru_cache(maxsize=None)
@@ -40,14 +46,13 @@ def parse(text: str) -> ast.Formula:
         raise GuardError(f"a guard must be text, not {type(text).__name__}")
     if not text.strip():
         raise GuardError("the guard is empty; expected a formula", text, 1, 1)
+    if len(text) > MAX_GUARD_LENGTH:
+        raise GuardError(f"the guard is {len(text):,} characters long; at most "
+                         f"{MAX_GUARD_LENGTH:,} are read", hint="split it into several smaller guards")
     try:
         tree = _lark().parse(text)
         _check_depth(tree, text)
-        return _Builder(text).transform(tree)
-    except VisitError as error:  # raised inside the builder
-        if isinstance(error.orig_exc, GuardError):
-            raise error.orig_exc from None
-        raise GuardError(f"cannot read the guard: {error.orig_exc}", text, 1, 1) from None
+        return ast.hashed(_Builder(text).transform(tree))
     except UnexpectedInput as error:
         raise _explain(text, error) from None
     except RecursionError:
@@ -65,7 +70,8 @@ def _check_depth(tree, text: str) -> None:
             raise GuardError(f"the guard nests operators more than {MAX_DEPTH} deep",
                              text, node.meta.line, node.meta.column,
                              hint="split it into several smaller guards")
-        stack.extend((child, depth + 1) for child in node.children if isinstance(child, lark.Tree))
+        stack.extend((child, depth + (child.data != node.data or node.data not in _CHAINS))
+                     for child in node.children if isinstance(child, lark.Tree))
 
 
 # ------------------------------------------------------------ tree → AST
@@ -81,11 +87,30 @@ def _token_span(token) -> ast.Span:
     return ast.Span(token.line, token.column, token.start_pos, token.end_pos)
 
 
-@v_args(meta=True)
-class _Builder(Transformer):
+class _Builder:
+    """Lark's tree → AST, one method per rule called with (meta, children), children
+    first.  Iterative: a chain of ``&&`` is a tree as deep as the chain is long."""
+
     def __init__(self, text: str):
-        super().__init__()
         self._text = text
+
+    def transform(self, tree):
+        results: list = []
+        stack = [(tree, False)]
+        while stack:
+            node, expanded = stack.pop()
+            if not isinstance(node, lark.Tree):  # a token, or None for an absent option
+                results.append(node)
+            elif not expanded:
+                stack.append((node, True))
+                stack.extend((child, False) for child in reversed(node.children))
+            else:
+                first = len(results) - len(node.children)
+                children = results[first:]
+                del results[first:]
+                results.append(getattr(self, node.data)(node.meta, children))
+        (formula,) = results
+        return formula
 
     def _fail(self, message: str, token) -> GuardError:
         return GuardError.at_offset(message, self._text, token.start_pos,

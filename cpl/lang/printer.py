@@ -79,18 +79,38 @@ def _level(node) -> int:
     return PRIMARY
 
 
-def _print(node, minimum: int) -> str:
-    text = _print_bare(node)
-    return f"({text})" if _level(node) < minimum else text
+def _print(formula, minimum: int) -> str:
+    """Pieces written left to right from a stack of nodes still to print and text already
+    decided: no recursion (a chain of 10,000 ``&&`` is a formula 10,000 deep), and no
+    piece copied more than once (joined at the end)."""
+    pieces: list[str] = []
+    stack: list = [(formula, minimum)]
+    while stack:
+        item = stack.pop()
+        if type(item) is str:
+            pieces.append(item)
+            continue
+        node, at_least = item
+        kind = type(node)
+        wrap = _level(node) < at_least
+        later: list = [")"] if wrap else []  # pushed in reverse: the last piece first
+        if kind in _BINARY:
+            word, _, left_min, right_min = _BINARY[kind]
+            later += [(node.right, right_min), f" {word} ", (node.left, left_min)]
+        elif kind in _PREFIX_WORD:
+            later += [(node.body, PREFIX), _PREFIX_WORD[kind]]
+        elif kind is ast.At:
+            later += [")", (node.body, IMPLIES), f"@{node.lifeline}("]
+        else:
+            later.append(_atom_text(node))
+        if wrap:
+            later.append("(")
+        stack.extend(later)
+    return "".join(pieces)
 
 
-def _print_bare(node) -> str:
+def _atom_text(node) -> str:
     kind = type(node)
-    if kind in _BINARY:
-        word, _, left_min, right_min = _BINARY[kind]
-        return f"{_print(node.left, left_min)} {word} {_print(node.right, right_min)}"
-    if kind in _PREFIX_WORD:
-        return _PREFIX_WORD[kind] + _print(node.body, PREFIX)
     if kind is ast.Bool:
         return "true" if node.value else "false"
     if kind is ast.Compare:
@@ -99,8 +119,6 @@ def _print_bare(node) -> str:
         return f"{node.name}({', '.join(term_text(a) for a in node.args)})"
     if kind is ast.Truth:
         return term_text(node.term)
-    if kind is ast.At:
-        return f"@{node.lifeline}({_print(node.body, IMPLIES)})"
     if kind is ast.Seen:
         return f"Seen({node.lifeline})"
     raise TypeError(f"not a CPL formula: {node!r}")

@@ -150,10 +150,10 @@ class Evaluator:
             return False
         if kind is ast.Not:
             return not self.holds(node.body, e)
-        if kind is ast.And:
-            return self.holds(node.left, e) and self.holds(node.right, e)
+        if kind is ast.And:  # every operand of the chain: a loop, not 10,000 nested calls
+            return all(self.holds(operand, e) for operand in _operands(node))
         if kind is ast.Or:
-            return self.holds(node.left, e) or self.holds(node.right, e)
+            return any(self.holds(operand, e) for operand in _operands(node))
         if kind is ast.Implies:  # !φ || ψ
             return not self.holds(node.left, e) or self.holds(node.right, e)
         if kind is ast.Past:  # some f ≤ e, on any lifeline, has f ⊨ φ
@@ -187,6 +187,20 @@ class Evaluator:
         except Exception as error:  # a user predicate failed: say which, and where
             raise EvaluationError(f"predicate '{node.name}' raised {type(error).__name__}: "
                                   f"{error} at {where}") from error
+
+
+def _operands(chain) -> Iterator[ast.Formula]:
+    """The operands of a chain of ``&&`` (or of ``||``), however parenthesised, left to
+    right: ``(a && b) && c`` and ``a && (b && c)`` both give a, b, c (the operator is
+    associative)."""
+    kind = type(chain)
+    stack = [chain]
+    while stack:
+        node = stack.pop()
+        if type(node) is kind:
+            stack += (node.right, node.left)
+        else:
+            yield node
 
 
 def vector_clocks(trace: Trace) -> dict[str, array]:

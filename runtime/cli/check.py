@@ -20,8 +20,46 @@ def _schema(path: str | None) -> Schema:
     return Schema.load(path) if path else Schema()
 
 
+def _guard_text(args) -> str:
+    """GUARD, or the text of ``--file`` (``-``: standard input), read no further than a
+    guard may be long: a path to an endless file (/dev/zero) ends with the size error."""
+    from cpl.lang import MAX_GUARD_LENGTH
+
+    if (args.guard is None) == (args.file is None):
+        raise UsageError("give the guard, or --file FILE (- for standard input), not both"
+                         if args.guard is not None else "give a GUARD, or --file FILE (- for "
+                         "standard input) for a guard too long for a command line")
+    if args.file is None:
+        return args.guard
+    name = "standard input" if args.file == "-" else f"'{args.file}'"
+    try:
+        if args.file == "-":
+            text = sys.stdin.read(MAX_GUARD_LENGTH + 1)
+        else:
+            with open(args.file, encoding="utf-8") as handle:
+                text = handle.read(MAX_GUARD_LENGTH + 1)
+    except OSError as error:
+        raise UsageError(f"--file: cannot read {name}: {error.strerror}") from None
+    except UnicodeDecodeError:
+        raise UsageError(f"--file: {name} is not UTF-8 text") from None
+    if len(text) > MAX_GUARD_LENGTH:
+        raise UsageError(f"--file: {name} holds more than {MAX_GUARD_LENGTH:,} characters, "
+                         f"the most a guard may have; split it into several smaller guards")
+    return text
+
+
 def cmd_check(args) -> int:
     schema = _schema(args.schema)
+    args.guard = _guard_text(args)
+    try:
+        return _check(args, schema)
+    except cpl.GuardError as error:  # the caret's line is in the file: name it
+        if args.file not in (None, "-"):
+            error.origin = args.file
+        raise
+
+
+def _check(args, schema) -> int:
     if args.monitor is not None:
         return _print_monitor(args, schema)
     # Without --schema a generic P φ still prints: its lifelines are known only where it
@@ -80,7 +118,11 @@ def add_check_command(commands) -> None:
     check = add_command(commands, "check", cmd_check,
                         help="parse and resolve a guard; print its canonical form",
                         description="Parse and resolve a guard; print its canonical form.")
-    check.add_argument("guard", metavar="GUARD", help="the guard text, e.g. '@A(x S y)'")
+    check.add_argument("guard", metavar="GUARD", nargs="?",
+                       help="the guard text, e.g. '@A(x S y)'")
+    check.add_argument("--file", metavar="FILE",
+                       help="read the guard from FILE instead (- for standard input), for a "
+                            "guard too long for a command line")
     check.add_argument("--schema", metavar="FILE",
                        help='JSON {"lifelines": [...], "vars": {...}, "symbols": [...]}')
     add_format(check, "text", "json")
