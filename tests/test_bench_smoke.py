@@ -91,7 +91,7 @@ def test_scaled_metadata_keeps_its_size_and_its_baseline_is_the_old_layout():
 def test_quick_run_produces_every_benchmark_row(capsys):
     rows = bench_run.run(list(bench_run.BENCHMARKS), quick=True)
     assert {r.bench for r in rows} == {"P1", "P1 local", "P2", "P3", "P3 scale", "P5", "P6",
-                                        "P4", "startup", "render"}
+                                        "P4", "startup", "render", "lifelines"}
     assert all(r.value > 0 for r in rows)
     assert "bench" in bench_run.table(rows)
     with pytest.raises(SystemExit):

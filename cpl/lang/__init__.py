@@ -17,7 +17,7 @@ from .values import COMPARE, UNSET, is_number
 
 __all__ = [
     "ast", "COMPARE", "CheckedGuard", "DEFAULT", "Exports", "KEYWORDS", "MAX_GUARD_LENGTH",
-    "Registry", "Schema", "UNSET", "application", "check", "desugar", "did_you_mean", "exports", "is_number",
-    "literal_text", "named_lifelines", "named_predicates", "parse", "predicate", "references",
-    "resolve", "term_text", "to_text",
+    "Registry", "Schema", "UNSET", "application", "check", "desugar", "did_you_mean", "exports",
+    "is_number", "literal_text", "named_lifelines", "named_predicates", "parse", "predicate",
+    "references", "resolve", "term_text", "to_text",
 ]

@@ -279,8 +279,14 @@ def fold(formula, combine):
     Without recursion: a chain of 10,000 ``&&`` is a formula 10,000 deep (issue 16),
     and every pass that maps a formula to something is one call of this.
     """
+    return fold_all([formula], combine)[0]
+
+
+def fold_all(formulas, combine) -> list:
+    """``fold`` of several formulas, their common subformulas combined once."""
+    formulas = list(formulas)
     done: dict[int, object] = {}
-    stack = [(formula, False)]
+    stack = [(formula, False) for formula in reversed(formulas)]
     while stack:
         node, expanded = stack.pop()
         if id(node) in done:
@@ -291,7 +297,7 @@ def fold(formula, combine):
             stack.extend((child, False) for child in reversed(kids) if id(child) not in done)
             continue
         done[id(node)] = combine(node, [done[id(child)] for child in kids])
-    return done[id(formula)]
+    return [done[id(formula)] for formula in formulas]
 
 
 def hashed(formula):
@@ -375,23 +381,14 @@ def shared(formula):
 
 def shared_all(formulas) -> list:
     """``shared`` of several formulas, walking their common subformulas once."""
-    formulas = list(formulas)
-    done: dict[int, object] = {}
-    stack = [(formula, False) for formula in reversed(formulas)]
-    while stack:
-        node, expanded = stack.pop()
-        if id(node) in done:
-            continue
-        kids = children(node)
-        if not expanded and kids:
-            stack.append((node, True))
-            stack.extend((child, False) for child in kids if id(child) not in done)
-            continue
-        node_ = rebuild(node, [done[id(child)] for child in kids]) if kids else node
-        key = _intern_key(node_)
-        found = _INTERNED.get(key)
-        if found is None:
-            _INTERNED[key] = found = node_
-            hash(found)  # cached now, bottom-up: hashing a deep formula later recurses no more
-        done[id(node)] = found
-    return [done[id(formula)] for formula in formulas]
+    return fold_all(formulas, _interned)
+
+
+def _interned(node, kids):
+    node = rebuild(node, kids) if kids else node
+    key = _intern_key(node)
+    found = _INTERNED.get(key)
+    if found is None:
+        _INTERNED[key] = found = node
+        hash(found)  # cached now, bottom-up: hashing a deep formula later recurses no more
+    return found

@@ -108,7 +108,8 @@ class _Resolver:
             if kind is ast.Pred:
                 self.predicate(node)
             if kind in ast.ATOMS:
-                atoms[id(node)] = ast.rebuild(node, new_terms=[self.term(t) for t in ast.terms(node)])
+                terms = [self.term(t) for t in ast.terms(node)]
+                atoms[id(node)] = ast.rebuild(node, new_terms=terms)
         return ast.fold(formula, lambda node, kids: atoms[id(node)] if id(node) in atoms
                         else ast.rebuild(node, kids))
 
