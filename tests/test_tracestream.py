@@ -279,7 +279,7 @@ def test_stream_errors_are_the_document_errors_with_a_line(tmp_path):
 
 
 def test_long_lines_are_refused_not_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(tracestream, "MAX_LINE", 1000)
+    monkeypatch.setenv("CPL_TRACE_LIMIT", "1000")
     path = tmp_path / "t.jsonl"
     path.write_text(_stream(HEADER, '{"id": "A.1", "lifeline": "A", "kind": "act", "set": '
                                     '{"x": "%s"}}' % ("y" * 2000)))
