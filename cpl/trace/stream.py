@@ -62,7 +62,7 @@ def _plain(value) -> bool:
 def _problem(value) -> str | None:
     """Why a value cannot be written, or ``None``.  Every form holds only what JSON can,
     so a msgpack trace stays loadable and convertible."""
-    return None if _plain(value) else value_problem(value, (list, tuple))
+    return None if _plain(value) else value_problem(value, (list, tuple), recorded=True)
 
 
 class TraceWriter:
