@@ -126,6 +126,8 @@ def _where(value, path) -> str:
         return f"event #{path[1]} {_cut(name)}:{inner}"
     if isinstance(value, dict) and isinstance(value.get("id"), str) and "end" not in value:
         return f"event {_cut(value['id'])}:" + (f" {_quoted(field)}" if field is not None else "")
+    if field == "end":  # a stream's last line holds the meta
+        return '"meta" (the end line)'
     return _quoted(field) if isinstance(field, str) else "the value"
 
 

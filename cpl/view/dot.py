@@ -27,8 +27,9 @@ TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
 INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
 FORMATS = ("svg", "png", "pdf", "dot")
 # What XML 1.0 cannot hold or a reader would not see: C0 and C1 controls, DEL, the line and
-# paragraph separators, surrogates and the two non-characters.
-_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+# paragraph separators, the bidirectional overrides, surrogates and two non-characters.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                        "\ud800-\udfff\ufffe\uffff]")
 
 
 def visible(text: str) -> str:

@@ -27,6 +27,12 @@ def for_terminal(text: str) -> str:
     return _UNSAFE.sub(lambda found: repr(found[0])[1:-1], text)
 
 
+def json_for_terminal(text: str) -> str:
+    """JSON text with every ``_UNSAFE`` character as its ``\\uXXXX`` escape: still the same
+    JSON (such characters occur only inside its strings), safe to print."""
+    return _UNSAFE.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+
+
 def complain(text: str) -> None:
     """One message on standard error, safe for the terminal."""
     print(for_terminal(text), file=sys.stderr)

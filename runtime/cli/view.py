@@ -17,7 +17,7 @@ import tempfile
 from cpl.errors import TraceError
 
 from .arguments import add_command, add_format, add_predicates, add_trace_file
-from .usage import EXIT_OK, UsageError, complain
+from .usage import EXIT_OK, UsageError, complain, for_terminal, json_for_terminal
 
 
 def _warn(text: str) -> None:
@@ -107,9 +107,9 @@ def cmd_explain(args) -> int:
     except ExplainError as error:
         raise UsageError(str(error)) from None
     if args.format == "json":
-        print(json.dumps(found.to_json(), ensure_ascii=False))
+        print(json_for_terminal(json.dumps(found.to_json(), ensure_ascii=False)))
     else:
-        sys.stdout.write(found.to_text())
+        sys.stdout.write(for_terminal(found.to_text()))
     return EXIT_OK
 
 
