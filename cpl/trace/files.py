@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 
 import msgpack
@@ -25,6 +26,8 @@ from .codec import (LIMIT_VARIABLE, Refused, decode_json, decode_problem, json_e
                     size_text, unpack)
 from .paths import readable_file
 from .stream import JsonLines, TraceWriter, form_of
+
+_BLANK_START = re.compile(rb"^(\xef\xbb\xbf)?[ \t\r\n]*")  # a BOM, blanks: before a stream's "{"
 
 __all__ = ["FORMAT", "TraceError", "load_trace", "loads_trace", "parse_trace", "dump_trace",
            "dumps_trace", "open_trace", "TraceWriter"]
@@ -53,7 +56,8 @@ def open_trace(path, warn=None) -> Trace | JsonLines:
     if form != "jsonl":
         try:
             with open(path, "rb") as handle:
-                first = handle.readline(limit + 1) if form is None else b""
+                sniff = form is None and _BLANK_START.sub(b"", handle.peek(1 << 12)[:1 << 12])
+                first = handle.readline(limit + 1) if sniff and sniff[:1] == b"{" else b""
                 second = handle.readline(limit + 1) if first.lstrip().startswith(b"{") else b""
                 stream = _looks_streamed(first, second)
                 raw = b"" if stream else _whole(handle, first + second, limit, str(path))
