@@ -181,7 +181,7 @@ def value_problem(value, sequences=(list,), recorded: bool = False) -> str | Non
             continue
         if isinstance(value, int):
             if recorded and not SMALLEST_INT <= value <= LARGEST_INT:
-                return f"holds an integer of {value.bit_length()} bits; a run records 64 at most"
+                return "holds an integer outside the 64 bits a run records (-2**63 to 2**64-1)"
             continue
         if isinstance(value, str):
             if _unencodable(value):
