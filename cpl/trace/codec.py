@@ -19,6 +19,7 @@ import re
 import msgpack
 
 from ..errors import TraceError
+from .wording import shown
 
 FORMAT = "cpl-msc/1"
 # Lists and objects inside one value: deeper than this is not data a run records, and every
@@ -112,7 +113,7 @@ def _refuse_surrogates(value) -> None:
                     stack.append((key, path + (key,)))
                 stack.append((inner, path + (key,)))
         elif _unencodable(item):
-            raise Unencodable(f"{_where(value, path)} holds {_cut(item)}, a lone surrogate "
+            raise Unencodable(f"{_where(value, path)} holds {shown(item)}, a lone surrogate "
                               f"(a \\ud800-\\udfff escape without its pair), which UTF-8 "
                               f"cannot encode; remove it or give the pair")
 
@@ -123,9 +124,9 @@ def _where(value, path) -> str:
         event = value["events"][path[1]]
         name = event.get("id") if isinstance(event, dict) else None
         inner = f" {_quoted(path[2])}" if len(path) > 2 and isinstance(path[2], str) else ""
-        return f"event #{path[1]} {_cut(name)}:{inner}"
+        return f"event #{path[1]} {shown(name)}:{inner}"
     if isinstance(value, dict) and isinstance(value.get("id"), str) and "end" not in value:
-        return f"event {_cut(value['id'])}:" + (f" {_quoted(field)}" if field is not None else "")
+        return f"event {shown(value['id'])}:" + (f" {_quoted(field)}" if field is not None else "")
     if field == "end":  # a stream's last line holds the meta
         return '"meta" (the end line)'
     return _quoted(field) if isinstance(field, str) else "the value"
@@ -134,11 +135,6 @@ def _where(value, path) -> str:
 def _quoted(field, limit: int = 40) -> str:
     """A field's name as JSON spells it (escapes and all), cut after ``limit`` characters."""
     return json.dumps(field if len(field) <= limit else field[:limit] + "...")
-
-
-def _cut(value, limit: int = 40) -> str:
-    text = repr(value)
-    return text if len(text) <= limit else text[:limit] + "..."
 
 
 def unpack(raw: bytes):
@@ -185,7 +181,7 @@ def value_problem(value, sequences=(list,), recorded: bool = False) -> str | Non
             continue
         if isinstance(value, str):
             if _unencodable(value):
-                return f"holds {_cut(value)}, a lone surrogate, which UTF-8 cannot encode"
+                return f"holds {shown(value)}, a lone surrogate, which UTF-8 cannot encode"
             continue
         if isinstance(value, float):
             if not math.isfinite(value):
@@ -199,7 +195,7 @@ def value_problem(value, sequences=(list,), recorded: bool = False) -> str | Non
                     if not isinstance(key, str):
                         return f"holds an object with the key {key!r}; object keys are strings"
                     if _unencodable(key):
-                        return f"holds the key {_cut(key)}, a lone surrogate, which UTF-8 " \
+                        return f"holds the key {shown(key)}, a lone surrogate, which UTF-8 " \
                                f"cannot encode"
                 value = value.values()
             stack.extend((item, depth + 1) for item in reversed(list(value)))  # in order
