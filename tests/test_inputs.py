@@ -1,6 +1,9 @@
 """``--arg`` values are hostile text: non-finite numbers and deep JSON are clear errors; so
 are paths that are not what they should be, and values an action gives that no trace holds."""
 
+import subprocess
+import sys
+
 import pytest
 
 from choreo import ChoreographyError, Choreography
@@ -147,3 +150,17 @@ c.send(A, B, x)
     assert "action 'make' gave x = " in result.stderr and expected in result.stderr
     assert "internal error" not in result.stderr and "Traceback" not in result.stderr
     assert cpl("eval", tmp_path / name).returncode == 0  # the trace up to it is whole
+
+
+def test_a_hosts_file_that_is_no_file_or_too_long_is_refused_at_once(tmp_path):
+    import os
+    fifo, zero, long = tmp_path / "fifo.json", tmp_path / "zero.json", tmp_path / "long.json"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    long.write_text(" " * (2**20 + 1))
+    for path, expected in ((fifo, "is not a regular file"), (zero, "is not a regular file"),
+                           (long, "is longer than 1 MiB")):
+        result = subprocess.run([sys.executable, "-m", "runtime.cli", "run", _relay(tmp_path),
+                                 "--hosts", path], capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2
+        assert result.stderr == f"cpl run: --hosts: {path} {expected}\n"
