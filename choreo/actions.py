@@ -69,7 +69,7 @@ def assignments(s: LAct, value, variables: dict, lifeline: str, event: str) -> d
         if not model.conforms(item, kind):
             raise _bad(s, lifeline, event, f"gave {name} = {_short(item)}, which is not "
                        f"{model.type_name(kind)}")
-        problem = value_problem(item, (list, tuple))
+        problem = value_problem(item, (list, tuple), recorded=True)
         if problem:
             raise _bad(s, lifeline, event, f"gave {name} = {_short(item)}, which a trace "
                        f"cannot hold: it {problem}")

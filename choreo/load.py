@@ -59,7 +59,10 @@ def import_file(path: str, what: str = "choreography file",
     """Import the file as a module, with every failure a ``ChoreographyError`` at its line.
     ``what`` and ``fix`` word the errors (``cpl eval --predicates`` loads a plain module)."""
     if not os.path.isfile(path):
-        raise ChoreographyError(f"no such {what}", Where(path, 0), f"  fix: {fix}")
+        problem = (f"a directory, not a {what}" if os.path.isdir(path) else
+                   f"not a regular file, so not a {what}" if os.path.exists(path) else
+                   f"no such {what}")
+        raise ChoreographyError(problem, Where(path, 0), f"  fix: {fix}")
     return _import(path, what)
 
 

@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import traceback
+import xml.etree.ElementTree as ET
 
 import pytest
 
@@ -175,3 +176,169 @@ def test_odd_values_become_namespace_constants_not_source():
     with pytest.raises(ValueError, match="comparison operator"):
         compile_guards([OwnedFormula("A", ast.Compare("==1 or __import__('os')#", ast.Var("x"),
                                                       ast.Const(1)))], ["A"])
+
+
+# ------------------------------------------ hostile traces through every command
+# Each trace is accepted end to end (its odd characters shown escaped) or refused with a
+# message naming the event and the field: never a traceback, never an internal error.
+
+CONTROL = "A\x00\x1b[2J\r\n\x07\u2028\x7f\x85\u202eZ"  # NUL, ESC, CR, LF, BEL, LS, DEL, C1, RLO
+UNSAFE_ON_A_TERMINAL = ("\x00", "\x1b", "\r", "\x07", "\x7f", "\x85", "\u202e")
+
+
+def _doc(lifelines, *events, **top) -> dict:
+    return {"format": "cpl-msc/1", "lifelines": list(lifelines), "events": list(events), **top}
+
+
+def _control_everywhere() -> dict:
+    return _doc([CONTROL, "B"],
+                {"id": "a" + CONTROL, "lifeline": CONTROL, "kind": "act",
+                 "set": {"v" + CONTROL: CONTROL}, "label": CONTROL},
+                {"id": "s", "lifeline": CONTROL, "kind": "send", "to": "B", "msg": CONTROL,
+                 "label": CONTROL, "payload": {CONTROL: [CONTROL]}},
+                {"id": "r", "lifeline": "B", "kind": "recv", "msg": CONTROL},
+                {"id": "c", "lifeline": "B", "kind": "choice", "guard": "true",
+                 "outcome": True, "label": CONTROL},
+                meta={"status": "failed", "error": CONTROL, "choreography": CONTROL})
+
+
+ACCEPTED = {
+    "control characters in every name, label and value": _control_everywhere(),
+    "an integer of 401 digits in a value": _doc(["A"], {"id": "c", "lifeline": "A",
+                                                       "kind": "choice", "set": None,
+                                                       "payload": 10 ** 400}),
+    "a NUL in a lifeline name": _doc(["A\x00B"], {"id": "c", "lifeline": "A\x00B",
+                                                  "kind": "choice"}),
+}
+ACCEPTED["an integer of 401 digits in a value"]["events"][0].pop("set")
+
+# (the document, the text the refusal must hold: the event and the field)
+REFUSED = {
+    "a time of 401 digits": (_doc(["A"], {"id": "c", "lifeline": "A", "kind": "act",
+                                          "time": 10 ** 400}),
+                             "event #0 'c' (A): \"time\" must be a number of seconds"),
+    "a lone surrogate naming a lifeline": (_doc(["\ud800"], {"id": "c", "lifeline": "\ud800",
+                                                             "kind": "act"}),
+                                           "\"lifelines\" holds '\\ud800', a lone surrogate"),
+    "a lone surrogate as an id": (_doc(["A"], {"id": "\udfff", "lifeline": "A", "kind": "act"}),
+                                  "event #0 '\\udfff': \"id\" holds"),
+    "a lone surrogate naming a variable": (
+        _doc(["A"], {"id": "c", "lifeline": "A", "kind": "act", "set": {"\udc00": 1}}),
+        "event #0 'c': \"set\" holds '\\udc00'"),
+    "a lone surrogate in a value": (
+        _doc(["A"], {"id": "c", "lifeline": "A", "kind": "act", "set": {"x": "a\ud800"}}),
+        "event #0 'c': \"set\" holds 'a\\ud800'"),
+    "a lone surrogate in a message label": (
+        _doc(["A", "B"], {"id": "s", "lifeline": "A", "kind": "send", "to": "B", "msg": "m",
+                          "label": "\ud800"}),
+        "event #0 's': \"label\" holds"),
+    "a lone surrogate in a guard": (
+        _doc(["A"], {"id": "c", "lifeline": "A", "kind": "choice", "guard": "x == \"\ud800\"",
+                     "outcome": True}),
+        "event #0 'c': \"guard\" holds"),
+    "a lone surrogate in meta": (_doc(["A"], meta={"error": "\udbff"}), '"meta"'),
+}
+
+COMMANDS = [
+    ("eval",), ("eval", "true"), ("eval", "true", "--format", "jsonl"),
+    ("explain", "c", "true"), ("explain", "c", "true", "--format", "json"),
+    ("render", "-o", "OUT.dot"), ("render", "-o", "OUT.svg"), ("render", "-o", "OUT.png"),
+    ("render", "-o", "OUT.html"), ("render", "-o", "OUT.log"),
+]
+
+
+def _cpl(capsys, tmp_path, trace_path, command) -> tuple[int, str, str]:
+    from runtime.cli import main
+    args = [command[0], str(trace_path),
+            *(str(tmp_path / a) if a.startswith("OUT") else a for a in command[1:])]
+    capsys.readouterr()
+    code = main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _written(tmp_path, form: str, document: dict) -> object:
+    """The document in ``form``: a JSON document, or a .jsonl stream (json.dumps escapes
+    every odd character, so a surrogate arrives as the ``\\ud800`` escape a hostile file
+    would hold)."""
+    if form == "json":
+        path = tmp_path / "t.json"
+        path.write_text(json.dumps(document), encoding="ascii")
+        return path
+    header = {key: value for key, value in document.items() if key not in ("events", "meta")}
+    lines = [header, *document["events"], {"end": document.get("meta", {})}]
+    path = tmp_path / "t.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="ascii")
+    return path
+
+
+@pytest.mark.parametrize("form", ["json", "jsonl"])
+@pytest.mark.parametrize("name", list(ACCEPTED))
+def test_hostile_traces_are_shown_escaped_by_every_command(capsys, tmp_path, name, form):
+    path = _written(tmp_path, form, ACCEPTED[name])
+    for command in COMMANDS:
+        code, out, err = _cpl(capsys, tmp_path, path, command)
+        assert code == 0, (command, err)
+        assert "internal error" not in err and "Traceback" not in err
+        if command[0] != "render":  # what a terminal shows obeys no control character
+            assert not any(char in out + err for char in UNSAFE_ON_A_TERMINAL), command
+    svg = (tmp_path / "OUT.svg").read_text(encoding="utf-8")
+    ET.fromstring(svg)  # well-formed XML: no control character left in it
+    assert not any(char in (tmp_path / "OUT.dot").read_text(encoding="utf-8")
+                   for char in UNSAFE_ON_A_TERMINAL)
+    if name.startswith("control"):
+        assert "A\\x00\\x1b[2J\\r\\n\\x07\\u2028\\x7f\\x85\\u202eZ" in svg  # shown, escaped
+    html = (tmp_path / "OUT.html").read_text(encoding="utf-8")
+    assert "\x00" not in html and "\x1b" not in html
+
+
+@pytest.mark.parametrize("form", ["json", "jsonl"])
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_hostile_traces_are_refused_naming_the_event_and_field(capsys, tmp_path, name, form):
+    document, expected = REFUSED[name]
+    path = _written(tmp_path, form, document)
+    for command in COMMANDS:
+        code, out, err = _cpl(capsys, tmp_path, path, command)
+        assert code == 1 and out == "", (command, err)
+        if form == "jsonl":  # a line is read before its event's index is known
+            assert f"{path}: line " in err
+            expected = expected if "time" in expected else expected.replace("#0 ", "")
+        assert expected in err and err.count("\n") == 1, (command, err)
+        assert "internal error" not in err and "Traceback" not in err
+
+
+def test_a_nul_in_a_recorded_guard_is_drawn_and_refused_as_a_guard(capsys, tmp_path):
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps(_doc(["A"], {"id": "c", "lifeline": "A", "kind": "choice",
+                                            "guard": "x\x00", "outcome": True})))
+    for command in COMMANDS:
+        code, out, err = _cpl(capsys, tmp_path, path, command)
+        assert "internal error" not in err and "\x00" not in out + err
+        assert code == (0 if command[0] == "render" or "true" in command else 2), (command, err)
+    assert "x\\x00" in (tmp_path / "OUT.svg").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize("guard", ['x == "a\\u0000\\u001b[2J"', 'x == "\\ud800"',
+                                   'x == "\udcff"', "x == " + "9" * 401, "x\x00", "x\x1b"])
+def test_cpl_check_shows_hostile_guards_escaped(capsys, guard):
+    from runtime.cli import main
+    for form in ("text", "json"):
+        code = main(["check", guard, "--format", form])
+        out, err = capsys.readouterr()
+        assert code in (0, 2) and (code == 0) == (out != ""), err
+        assert "internal error" not in err
+        assert not any(char in out + err for char in UNSAFE_ON_A_TERMINAL)
+
+
+def test_cpl_show_escapes_control_characters_in_labels(capsys, tmp_path):
+    from runtime.cli import main
+    path = tmp_path / "choreo.py"
+    path.write_text("from choreo import Choreography\n"
+                    "c = Choreography('h')\n"
+                    "A, B = c.lifelines('A', 'B')\n"
+                    "x = c.var('x', int)\n"
+                    "c.set(A, x=1)\n"
+                    "c.send(A, B, x, label='m\\x00\\x1b[2J\\ud800')\n")
+    assert main(["show", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert '"m\\x00\\x1b[2J\\ud800"' in out and err == ""

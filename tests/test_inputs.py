@@ -1,4 +1,8 @@
-"""``--arg`` values are hostile text: non-finite numbers and deep JSON are clear errors."""
+"""``--arg`` values are hostile text: non-finite numbers and deep JSON are clear errors; so
+are paths that are not what they should be, and values an action gives that no trace holds."""
+
+import subprocess
+import sys
 
 import pytest
 
@@ -83,3 +87,80 @@ def test_an_unknown_input_suggests_the_closest():
         parse_args(choreography(), ["ration=2"])
     assert caught.value.message == "unknown input 'ration'; did you mean 'ratio'?"
     assert "the inputs are ratio, data, count" in caught.value.detail
+
+
+def _relay(tmp_path):
+    return write(tmp_path, """
+c = Choreography("relay")
+A, B = c.lifelines("A", "B")
+x = c.var("x", int)
+c.set(A, x=1)
+c.send(A, B, x)
+""")
+
+
+@pytest.mark.parametrize(("target", "expected"), [
+    ("/proc/t.jsonl", "the directory '/proc' is not writable (No such file or directory)"),
+    ("/nonexistent/t.jsonl", "the directory '/nonexistent' does not exist"),
+    ("/etc/hostname/t.jsonl", "'/etc/hostname' is not a directory"),
+    (".", "it is a directory; name a file in it"),
+])
+def test_an_unusable_trace_path_says_what_is_wrong_with_it(tmp_path, target, expected):
+    result = cpl("run", _relay(tmp_path), "--sim", "--trace", target, cwd=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr == f"cpl run: --trace: {target}: cannot write the trace: {expected}\n"
+
+
+def test_render_says_why_it_cannot_write_its_output(tmp_path):
+    trace = tmp_path / "t.json"
+    assert cpl("run", _relay(tmp_path), "--sim", "--trace", trace).returncode == 0
+    result = cpl("render", trace, "-o", "/proc/t.dot")
+    assert result.returncode == 1
+    assert result.stderr == ("error: cannot write /proc/t.dot: the directory '/proc' is not "
+                             "writable (No such file or directory)\n")
+
+
+@pytest.mark.parametrize("command", [("run",), ("validate",), ("show",), ("run", "--sim")])
+def test_a_directory_is_not_a_choreography_file(tmp_path, command):
+    result = cpl(command[0], tmp_path, *command[1:])
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"{tmp_path}: error: a directory, not a choreography file")
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ('"\\ud800"', "gave x = '\\ud800', which a trace cannot hold: it holds '\\ud800', a lone "
+                   "surrogate, which UTF-8 cannot encode"),
+    ("[1, {'k': '\\udc00'}]", "it holds '\\udc00', a lone surrogate"),
+    ("10 ** 30", "it holds an integer outside the 64 bits a run records (-2**63 to 2**64-1)"),
+    ("[-2 ** 63 - 1]", "it holds an integer outside the 64 bits"),
+])
+@pytest.mark.parametrize("mode", [("--sim",), ()])
+@pytest.mark.parametrize("name", ["t.jsonl", "t.msgpack"])
+def test_a_value_no_trace_holds_is_the_actions_named_error(tmp_path, value, expected, mode,
+                                                          name):
+    path = write(tmp_path, f"""
+c = Choreography("odd")
+A, B = c.lifelines("A", "B")
+x = c.var("x", object)
+c.act(A, lambda variables, rng: {value}, assigns=[x], label="make")
+c.send(A, B, x)
+""")
+    result = cpl("run", path, *mode, "--trace", tmp_path / name)
+    assert result.returncode == 1, result.stderr
+    assert "action 'make' gave x = " in result.stderr and expected in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+    assert cpl("eval", tmp_path / name).returncode == 0  # the trace up to it is whole
+
+
+def test_a_hosts_file_that_is_no_file_or_too_long_is_refused_at_once(tmp_path):
+    import os
+    fifo, zero, long = tmp_path / "fifo.json", tmp_path / "zero.json", tmp_path / "long.json"
+    os.mkfifo(fifo)
+    zero.symlink_to("/dev/zero")
+    long.write_text(" " * (2**20 + 1))
+    for path, expected in ((fifo, "is not a regular file"), (zero, "is not a regular file"),
+                           (long, "is longer than 1 MiB")):
+        result = subprocess.run([sys.executable, "-m", "runtime.cli", "run", _relay(tmp_path),
+                                 "--hosts", path], capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2
+        assert result.stderr == f"cpl run: --hosts: {path} {expected}\n"

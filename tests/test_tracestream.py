@@ -9,12 +9,13 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import msgpack
 import pytest
 
-from cpl.trace import stream as tracestream, Event, Trace, dump_trace, load_trace, TraceWriter
+from cpl.trace import stream as tracestream, Event, Trace, dump_trace, load_trace, open_trace, TraceWriter
 from cpl.errors import TraceError
 from cpl.trace.files import dumps_trace, loads_trace, parse_trace
 from cpl.trace.stream import TraceWarning
@@ -279,7 +280,7 @@ def test_stream_errors_are_the_document_errors_with_a_line(tmp_path):
 
 
 def test_long_lines_are_refused_not_read(tmp_path, monkeypatch):
-    monkeypatch.setattr(tracestream, "MAX_LINE", 1000)
+    monkeypatch.setenv("CPL_TRACE_LIMIT", "1000")
     path = tmp_path / "t.jsonl"
     path.write_text(_stream(HEADER, '{"id": "A.1", "lifeline": "A", "kind": "act", "set": '
                                     '{"x": "%s"}}' % ("y" * 2000)))
@@ -454,3 +455,57 @@ def test_an_unterminated_last_line_is_cut_only_if_its_json_is_unfinished(tmp_pat
     said = []
     assert [e.id for e in load_trace(path, warn=said.append).events] == ["A.1"]
     assert "line 3 was cut off mid-way" in said[0] and "(1 event read)" in said[1]
+
+
+# ---------------------------------------------------------- what is read at all
+
+
+def _refused_fast(path, expected: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(TraceError, match=expected):
+        open_trace(path)
+    assert time.monotonic() - started < 0.5
+
+
+def test_a_document_past_the_limit_is_refused_before_it_is_read(tmp_path, monkeypatch):
+    zero = tmp_path / "t.json"
+    zero.symlink_to("/dev/zero")
+    _refused_fast(zero, "it is a device, not a trace file")
+    big = tmp_path / "big.json"
+    with open(big, "wb") as handle:  # sparse: 65 MiB of nothing, no newline
+        handle.truncate(65 * 2**20)
+    for name in ("big.msgpack", "big.log"):
+        (tmp_path / name).symlink_to(big)
+    for name in ("big.json", "big.msgpack", "big.log"):
+        _refused_fast(tmp_path / name, "larger than 64 MiB, the most read whole as a document; "
+                                       "write the trace as .jsonl")
+    document = tmp_path / "small.json"
+    document.write_text(json.dumps(DOC))
+    monkeypatch.setenv("CPL_TRACE_LIMIT", "100")
+    with pytest.raises(TraceError, match="larger than 100 bytes.*CPL_TRACE_LIMIT"):
+        load_trace(document)
+    monkeypatch.setenv("CPL_TRACE_LIMIT", "1K")
+    assert load_trace(document).events[0].id == "a"
+    monkeypatch.setenv("CPL_TRACE_LIMIT", "lots")
+    with pytest.raises(TraceError, match="CPL_TRACE_LIMIT='lots' is not a size"):
+        load_trace(document)
+
+
+def test_a_stream_past_the_limit_is_still_read_a_line_at_a_time(tmp_path, monkeypatch):
+    path = tmp_path / "t.json"  # sniffed as a stream: only its lines count
+    write(path.with_suffix(".jsonl"), rich_trace())
+    path.write_bytes(path.with_suffix(".jsonl").read_bytes())
+    monkeypatch.setenv("CPL_TRACE_LIMIT", "300")
+    assert len(load_trace(path).events) == len(rich_trace().events)
+
+
+@pytest.mark.parametrize("name", ["t.json", "t.jsonl", "t.msgpack"])
+def test_a_fifo_or_a_directory_is_not_a_trace(tmp_path, name):
+    fifo = tmp_path / name
+    os.mkfifo(fifo)  # opening it would wait for a writer forever
+    _refused_fast(fifo, r"it is a named pipe \(FIFO\); a trace is read from a regular file")
+    folder = tmp_path / "folder" / name
+    folder.mkdir(parents=True)
+    _refused_fast(folder, "it is a directory; name a trace file in it")
+    result = cpl("eval", str(fifo))
+    assert result.returncode == 1 and "named pipe" in result.stderr

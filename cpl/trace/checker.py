@@ -17,8 +17,8 @@ index per event.
 
 from __future__ import annotations
 
-import math
 import re
+import sys
 from types import MappingProxyType
 
 from ..errors import TraceError
@@ -32,6 +32,7 @@ _TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init", "
 _HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init")
 MOST_PREDICATES = 10_000  # more than any choreography's guards name: a hostile or broken file
 _LONGEST_NAME = 200
+_LONGEST_TIME = sys.float_info.max  # seconds: any finite float; a longer integer has no float
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a predicate a guard can call: the grammar's NAME
 _EVENT_FIELDS = Event._fields
 _EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
@@ -300,9 +301,9 @@ class Checker:
                                    and {*map(type, vc.values())} <= _INT and min(vc.values(), default=0) >= 0):
             self.clock(vc, _head(index, event_id, lifeline), index, event_id)  # raises
         if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
-                                 or not math.isfinite(time)):
+                                 or not -_LONGEST_TIME <= time <= _LONGEST_TIME):
             raise self.bad(index, event_id, lifeline,
-                           f'"time" must be a number of seconds, found {time!r}')
+                           f'"time" must be a number of seconds, found {shown(time)}')
         if payload is not None:
             self.value(payload, f'{_head(index, event_id, lifeline)}: "payload"', index,
                        event_id)

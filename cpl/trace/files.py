@@ -12,6 +12,8 @@ valid trace is ``cpl.trace.checker``'s question.  Writing goes through
 from __future__ import annotations
 
 import io
+import os
+import re
 from pathlib import Path
 
 import msgpack
@@ -20,8 +22,12 @@ from ..collector import collector_paused
 from ..errors import TraceError
 from .msc import Trace
 from .checker import FORMAT, parse_trace
-from .codec import DuplicateKey, decode_json, decode_problem, json_error, unpack
-from .stream import MAX_LINE, JsonLines, TraceWriter, form_of
+from .codec import (LIMIT_VARIABLE, Refused, decode_json, decode_problem, json_error, read_limit,
+                    size_text, unpack)
+from .paths import readable_file
+from .stream import JsonLines, TraceWriter, form_of
+
+_BLANK_START = re.compile(rb"^(\xef\xbb\xbf)?[ \t\r\n]*")  # a BOM, blanks: before a stream's "{"
 
 __all__ = ["FORMAT", "TraceError", "load_trace", "loads_trace", "parse_trace", "dump_trace",
            "dumps_trace", "open_trace", "TraceWriter"]
@@ -41,16 +47,20 @@ def load_trace(path, warn=None) -> Trace:
 
 def open_trace(path, warn=None) -> Trace | JsonLines:
     """A document as its ``Trace``; a stream as a ``JsonLines`` whose header is checked and
-    whose events are not read yet (``cpl eval`` reads them one at a time)."""
+    whose events are not read yet (``cpl eval`` reads them one at a time).  A document is
+    read whole, so past ``read_limit()`` bytes it is refused before it is read."""
     path = Path(path)
+    limit = read_limit()
+    readable_file(path)
     form = form_of(path)
     if form != "jsonl":
         try:
             with open(path, "rb") as handle:
-                first = handle.readline(MAX_LINE) if form is None else b""
-                second = handle.readline(MAX_LINE) if first.lstrip().startswith(b"{") else b""
+                sniff = form is None and _BLANK_START.sub(b"", handle.peek(1 << 12)[:1 << 12])
+                first = handle.readline(limit + 1) if sniff and sniff[:1] == b"{" else b""
+                second = handle.readline(limit + 1) if first.lstrip().startswith(b"{") else b""
                 stream = _looks_streamed(first, second)
-                raw = b"" if stream else first + second + handle.read()
+                raw = b"" if stream else _whole(handle, first + second, limit, str(path))
         except OSError as error:
             raise TraceError(f"cannot read the trace: {error.strerror}", str(path)) from None
         except MemoryError:
@@ -62,6 +72,18 @@ def open_trace(path, warn=None) -> Trace | JsonLines:
     return stream
 
 
+def _whole(handle, start: bytes, limit: int, origin: str) -> bytes:
+    """A document's bytes (``start``: those read already), refused past ``limit`` bytes
+    without reading them when the file's size says so."""
+    if len(start) <= limit and os.fstat(handle.fileno()).st_size <= limit:
+        raw = start + handle.read(limit + 1 - len(start))
+        if len(raw) <= limit:
+            return raw
+    raise TraceError(f"larger than {size_text(limit)}, the most read whole as a document; "
+                     f"write the trace as .jsonl (read a line at a time), or raise the limit "
+                     f"with {LIMIT_VARIABLE} (e.g. {LIMIT_VARIABLE}=1G)", origin)
+
+
 def _looks_streamed(first: bytes, second: bytes) -> bool:
     """A header object alone on the first line, and more lines after it."""
     text = first.lstrip(b"\xef\xbb\xbf \t\r")
@@ -69,6 +91,8 @@ def _looks_streamed(first: bytes, second: bytes) -> bool:
         return False
     try:
         value = decode_json(text.decode("utf-8"))
+    except Refused:  # JSON, but wrong: the stream reader says what is wrong with its line 1
+        return True
     except (ValueError, RecursionError):
         return False
     return isinstance(value, dict) and "events" not in value
@@ -98,7 +122,7 @@ def _decode(raw: bytes, origin: str, msgpack_first: bool):
                              f"`cpl run --trace OUT.msgpack` or use JSON", origin) from None
     try:
         return decode_json(raw.decode("utf-8-sig"))
-    except DuplicateKey as error:
+    except Refused as error:
         raise json_error(error, origin) from None
     except (UnicodeDecodeError, ValueError, RecursionError, MemoryError) as json_error_:
         if isinstance(json_error_, (RecursionError, MemoryError)):

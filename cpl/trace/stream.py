@@ -29,11 +29,12 @@ import msgpack
 from ..errors import TraceError
 from .msc import Event
 from .checker import Checker
-from .codec import FORMAT, decode_json, encode_json, json_error, value_problem
+from .codec import (FORMAT, LIMIT_VARIABLE, decode_json, encode_json, json_error, read_limit,
+                    size_text, value_problem)
+from .paths import unwritable
 
 JSONL_SUFFIXES = (".jsonl",)
 MSGPACK_SUFFIXES = (".msgpack", ".mpk")
-MAX_LINE = 64 * 2**20  # bytes: a longer line is not an event a run writes
 
 __all__ = ["TraceWriter", "JsonLines", "TraceWarning", "form_of"]
 
@@ -61,7 +62,7 @@ def _plain(value) -> bool:
 def _problem(value) -> str | None:
     """Why a value cannot be written, or ``None``.  Every form holds only what JSON can,
     so a msgpack trace stays loadable and convertible."""
-    return None if _plain(value) else value_problem(value, (list, tuple))
+    return None if _plain(value) else value_problem(value, (list, tuple), recorded=True)
 
 
 class TraceWriter:
@@ -110,12 +111,8 @@ class TraceWriter:
         except OSError as error:
             if handle is not None:
                 handle.close()
-            why = error.strerror or str(error)
-            if isinstance(error, FileNotFoundError):
-                why = f"the directory {str(path.parent)!r} does not exist"
-            elif isinstance(error, IsADirectoryError):
-                why = "it is a directory; name a file in it"
-            raise TraceError(f"cannot write the trace: {why}", str(path)) from None
+            raise TraceError(f"cannot write the trace: {unwritable(path, error)}",
+                             str(path)) from None
         return cls(handle, form, str(path), header, spool)
 
     @classmethod
@@ -354,16 +351,15 @@ class JsonLines:
         except OSError as error:
             raise TraceError(f"cannot read the trace: {error.strerror}", self.origin) from None
         with handle:
-            readline = handle.readline
-            number = 0
+            readline, limit, number = handle.readline, read_limit(), 0
             while True:
-                line = readline(MAX_LINE + 1)
+                line = readline(limit + 1)
                 if not line:
                     return
                 number += 1
-                if len(line) > MAX_LINE:
-                    raise TraceError(f"line {number} is longer than {MAX_LINE >> 20} MiB",
-                                     self.origin)
+                if len(line) > limit:
+                    raise TraceError(f"line {number} is longer than {size_text(limit)} "
+                                     f"(raise the limit with {LIMIT_VARIABLE})", self.origin)
                 try:
                     text = line.decode("utf-8-sig" if number == 1 else "utf-8")
                     if text.isspace():

@@ -3,11 +3,15 @@
 Every node is pinned where the layout put it and graphviz only draws
 (``neato -n2``): an MSC's geometry is ours to fix, graphviz's rank
 heuristics would move events off their rows.  Text from the trace goes
-through ``graphviz.escape`` — a lifeline called ``<b>`` or ``\\N`` is shown,
-never interpreted — and node names are our own (``e12``), never the trace's.
+through ``escaped`` — a lifeline called ``<b>`` or ``\\N`` is shown, never
+interpreted, and a control character as its escape (``\\x00``, ``\\n``): a
+NUL ends graphviz's string, and SVG's XML cannot hold the others — and node
+names are our own (``e12``), never the trace's.
 """
 
 from __future__ import annotations
+
+import re
 
 import attrs
 import graphviz
@@ -22,6 +26,20 @@ FONT = "Helvetica"
 TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
 INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
 FORMATS = ("svg", "png", "pdf", "dot")
+# What XML 1.0 cannot hold or a reader would not see: C0 and C1 controls, DEL, the line and
+# paragraph separators, the bidirectional overrides, surrogates and two non-characters.
+_INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                        "\ud800-\udfff\ufffe\uffff]")
+
+
+def visible(text: str) -> str:
+    """``text`` with every character ``_INVISIBLE`` holds written as its Python escape."""
+    return _INVISIBLE.sub(lambda found: repr(found[0])[1:-1], text)
+
+
+def escaped(text: str) -> str:
+    """Trace text as a graphviz label shows it, literally: ``visible``, then graphviz's escape."""
+    return graphviz.escape(visible(text))
 
 
 def _x(lane: int) -> float:
@@ -95,13 +113,13 @@ def graph(layout: Layout) -> graphviz.Digraph:
     """The DOT graph of a layout (``.source`` is the DOT text)."""
     g = graphviz.Digraph("msc", engine="neato")
     g.attr(splines="line", outputorder="edgesfirst", bgcolor="white", pad="0.2",
-           fontname=FONT, fontsize="11", labelloc="t", label=graphviz.escape(layout.title))
+           fontname=FONT, fontsize="11", labelloc="t", label=escaped(layout.title))
     g.attr("node", fontname=FONT, fontsize="10")
     g.attr("edge", fontname=FONT, fontsize="9", arrowsize="0.6")
     bottom = layout.rows + 1.5
     for lane, name in enumerate(layout.lifelines):
         x = _x(lane)
-        g.node(f"h{lane}", graphviz.escape(name), shape="box", style="rounded,filled",
+        g.node(f"h{lane}", escaped(name), shape="box", style="rounded,filled",
                fillcolor="#eceff1", color="#90a4ae", pos=_pos(x, _y(layout, 0)),
                id=f"lifeline-{lane}", margin="0.12,0.04")
         g.node(f"f{lane}", "", shape="point", width="0.01", color="#90a4ae",
@@ -118,7 +136,7 @@ def graph(layout: Layout) -> graphviz.Digraph:
     for number, arrow in enumerate(layout.arrows):
         _arrow(g, layout, number, arrow, taken)
     for end in layout.ends:
-        g.node(f"end{end.lane}", graphviz.escape(f"✕ {end.text}"), shape="plaintext",
+        g.node(f"end{end.lane}", escaped(f"✕ {end.text}"), shape="plaintext",
                fontcolor=FALSE, fontsize="10", pos=_pos(_x(end.lane), _y(layout, end.row)),
                id=f"end-{end.lane}")
     if layout.highlight is not None:
@@ -129,7 +147,7 @@ def graph(layout: Layout) -> graphviz.Digraph:
 
 def _note(g, layout: Layout, name: str, row: float, text: str) -> None:
     width = _label_width(text, 9)
-    g.node(f"note-{name}", graphviz.escape(text), shape="plaintext", fontsize="9",
+    g.node(f"note-{name}", escaped(text), shape="plaintext", fontsize="9",
            fontcolor="#616161", pos=_pos(MARGIN + width / 2, _y(layout, row)))
 
 
@@ -160,7 +178,7 @@ def _dot(g, layout: Layout, number: int, dot: Dot, taken: "_Placed") -> None:
         width = max(_label_width(line, 9) for line in lines)
         taken.add(Box(x + 12, y - LINE * len(lines) / 2, x + 12 + width,
                          y + LINE * len(lines) / 2))
-        text = "\n".join(graphviz.escape(line) for line in lines)
+        text = "\n".join(escaped(line) for line in lines)
         g.node(f"t{number}", text.replace("\n", "\\l") + "\\l", shape="plaintext",
                fontsize="9", fontcolor=_ink(dot.past, "#37474f"), margin="0",
                width="0", height="0", pos=_pos(x + 12 + width / 2, y),
@@ -209,7 +227,7 @@ def _arrow_label(g, layout: Layout, number: int, arrow: Arrow, text: str, ink: s
              for lift in (7, -8) for x in spots]  # above the arrow, else below it
     box = next((b for b in boxes if taken.free(b)), None) or min(boxes, key=taken.overlap)
     taken.add(box)
-    g.node(f"m{number}", graphviz.escape(text), shape="plaintext", fontsize="9",
+    g.node(f"m{number}", escaped(text), shape="plaintext", fontsize="9",
            fontcolor=ink, margin="0", width="0", height="0",
            pos=_pos((box.left + box.right) / 2, (box.bottom + box.top) / 2),
            id=f"msglabel-{number}")

@@ -27,6 +27,7 @@ from typing import Mapping
 
 from ..semantics import Explainer
 from ..trace import Trace
+from .dot import visible
 from .layout import Layout
 
 MAX_EXPLAINED = 500  # choices explained in advance, at most
@@ -173,7 +174,7 @@ def page(trace: Trace, layout: Layout, svg: str, predicates=None) -> str:
     script, style = _asset("viewer.js"), _asset("viewer.css")
     policy = (f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; "
               "base-uri 'none'; form-action 'none'")
-    title = html.escape(layout.title or "MSC")
+    title = html.escape(visible(layout.title or "MSC"))
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>

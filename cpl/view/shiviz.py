@@ -3,8 +3,9 @@
 The file begins with ShiViz's parser expression and an empty delimiter line,
 so it can be uploaded as is.  Clocks are computed from the trace's edges (the
 reference evaluator's vector clocks), not copied from recorded ``vc``s, so a
-hand-written trace gets them too.  ShiViz's host is ``\\S*``: whitespace in a
-lifeline name becomes ``_`` (made unique if two names then collide).
+hand-written trace gets them too.  ShiViz's host is ``\\S*``: whitespace (or a
+control character) in a lifeline name becomes ``_`` (made unique if two names
+then collide).
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ PARSER = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})"
 def host_names(lifelines) -> dict[str, str]:
     """Lifeline → a ShiViz host name: no whitespace, not empty, unique."""
     hosts: dict[str, str] = {}
-    taken = {name for name in lifelines if name and not re.search(r"\s", name)}
+    taken = {name for name in lifelines
+             if name and name.isprintable() and not re.search(r"\s", name)}
     for name in lifelines:
         if name in taken and name not in hosts.values():  # already a good host name
             hosts[name] = name
             continue
-        base = re.sub(r"\s", "_", name) or "_"
+        base = "".join("_" if c.isspace() or not c.isprintable() else c for c in name) or "_"
         host, n = base, 1
         while host in taken:
             n += 1

@@ -24,7 +24,7 @@ from .choreography import add_choreography_commands
 from .evaluate import add_eval_command
 from .explore import add_explore_command
 from .run import add_run_commands
-from .usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError
+from .usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, complain
 from .view import add_view_commands
 
 
@@ -56,16 +56,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(args)
     except ChoreographyError as error:
-        print(error.render(), file=sys.stderr)
+        complain(error.render())
         return EXIT_USAGE
     except UsageError as error:
-        print(f"cpl {args.command}: {error}", file=sys.stderr)
+        complain(f"cpl {args.command}: {error}")
         return EXIT_USAGE
     except GuardError as error:
-        print(error.render(getattr(error, "origin", "guard")), file=sys.stderr)
+        complain(error.render(getattr(error, "origin", "guard")))
         return EXIT_USAGE
     except TraceError as error:
-        print(f"error: {error}", file=sys.stderr)
+        complain(f"error: {error}")
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("cpl: interrupted", file=sys.stderr)
@@ -75,6 +75,6 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as error:  # a bug of ours: one clear line rather than a traceback
         if os.environ.get("CPL_DEBUG"):
             raise
-        print(f"cpl {args.command}: internal error: {type(error).__name__}: {error}\n"
-              f"  this is a bug in cpl; CPL_DEBUG=1 shows the traceback", file=sys.stderr)
+        complain(f"cpl {args.command}: internal error: {type(error).__name__}: {error}\n"
+                 f"  this is a bug in cpl; CPL_DEBUG=1 shows the traceback")
         return EXIT_FAILED

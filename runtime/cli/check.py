@@ -7,13 +7,12 @@ compiler: checking a guard loads no choreography.
 from __future__ import annotations
 
 import json
-import sys
 
 import cpl
 from cpl import Schema
 
 from .arguments import add_command, add_format
-from .usage import EXIT_OK, UsageError
+from .usage import EXIT_OK, UsageError, complain
 
 
 def _schema(path: str | None) -> Schema:
@@ -68,7 +67,7 @@ def _check(args, schema) -> int:
     if args.owner is not None:
         raise UsageError("--owner goes with --monitor")
     for warning in guard.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        complain(f"warning: {warning}")
     if args.format == "json":
         print(json.dumps(guard.to_json()))
     else:

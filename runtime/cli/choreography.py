@@ -7,7 +7,7 @@ its errors at their lines, as ``choreo.ChoreographyError`` (exit 2).
 from __future__ import annotations
 
 from .arguments import add_choreography, add_command, add_lifeline
-from .usage import EXIT_OK
+from .usage import EXIT_OK, for_terminal
 
 
 def _choreography(args):
@@ -32,7 +32,7 @@ def cmd_show(args) -> int:
                                 f"choreography has {', '.join(choreography.lifeline_names)})")
     report = validate(choreography)
     if report.projection is not None:  # shown even when invalid: it helps to see why
-        print(show(report.projection, args.lifeline, choreography.results), end="")
+        print(for_terminal(show(report.projection, args.lifeline, choreography.results)), end="")
     if not report.ok:
         raise ChoreographyError.many(report.errors)
     return EXIT_OK

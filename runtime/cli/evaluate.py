@@ -19,7 +19,7 @@ from cpl.errors import EvaluationError, TraceError
 from .arguments import (TRACE_FILES, add_command, add_format, add_lifeline, add_predicates,
                         add_trace_file)
 from .predicates import load_predicates
-from .usage import EXIT_FAILED, EXIT_OK, UsageError
+from .usage import EXIT_FAILED, EXIT_OK, UsageError, complain, for_terminal
 
 
 def cmd_eval(args) -> int:
@@ -28,7 +28,7 @@ def cmd_eval(args) -> int:
     from cpl.trace import Trace, open_trace
 
     def warn(text: str) -> None:
-        print(f"warning: {text}", file=sys.stderr)
+        complain(f"warning: {text}")
 
     source = open_trace(args.trace, warn)
     streamed = not isinstance(source, Trace)
@@ -113,7 +113,7 @@ def _eval_text_rows(results, canonical: str, spool) -> list[int]:
 def _shown(name: str) -> str:
     """A name as text output shows it: as is, or JSON-quoted if it holds a line break or
     another character that would make the table lie."""
-    return name if name.isprintable() else json.dumps(name, ensure_ascii=False)
+    return name if name.isprintable() else for_terminal(json.dumps(name, ensure_ascii=False))
 
 
 def _recheck(args, source) -> int:

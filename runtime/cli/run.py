@@ -139,11 +139,19 @@ def _render_run(trace_path: str, out: str, form: str) -> int:
     return 0
 
 
+_LONGEST_HOSTS = 2**20  # characters: a placement of lifelines on hosts, not data
+
+
 def read_hosts(path: str, lifelines) -> tuple[str, dict[str, str]]:
     """``--hosts FILE``: the supervisor's address and lifeline -> host for the placed ones."""
+    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would wait, a device never end
+        raise UsageError(f"--hosts: {path} is not a regular file")
     try:
         with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
+            text = handle.read(_LONGEST_HOSTS + 1)
+        if len(text) > _LONGEST_HOSTS:
+            raise UsageError(f"--hosts: {path} is longer than {_LONGEST_HOSTS >> 20} MiB")
+        data = json.loads(text)
     except OSError as error:
         raise UsageError(f"--hosts: cannot read {path}: {error.strerror}") from None
     except ValueError as error:

@@ -1,10 +1,38 @@
 """What every ``cpl`` command answers with: its exit codes (cli.md) and the usage error.
 
-One place, so the command modules of :mod:`runtime.cli` agree.
+One place, so the command modules of :mod:`runtime.cli` agree.  Errors and warnings
+go through ``complain``: they quote names from traces and files, which may hold any
+character.
 """
+
+import re
+import sys
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # 1: the input was read but the work failed
 
 
 class UsageError(Exception):
     """A command line that cannot be carried out as given (exit 2)."""
+
+
+# Characters a terminal obeys rather than shows (C0 but the line break and tab, DEL, C1), the
+# line separators, the bidirectional overrides, and surrogates, which no terminal encodes.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+                     "\ud800-\udfff]")
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with every ``_UNSAFE`` character written as its Python escape (``\\x1b``), so a
+    hostile name cannot move the cursor, recolour or hide what follows it."""
+    return _UNSAFE.sub(lambda found: repr(found[0])[1:-1], text)
+
+
+def json_for_terminal(text: str) -> str:
+    """JSON text with every ``_UNSAFE`` character as its ``\\uXXXX`` escape: still the same
+    JSON (such characters occur only inside its strings), safe to print."""
+    return _UNSAFE.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+
+
+def complain(text: str) -> None:
+    """One message on standard error, safe for the terminal."""
+    print(for_terminal(text), file=sys.stderr)

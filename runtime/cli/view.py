@@ -17,11 +17,11 @@ import tempfile
 from cpl.errors import TraceError
 
 from .arguments import add_command, add_format, add_predicates, add_trace_file
-from .usage import EXIT_OK, UsageError
+from .usage import EXIT_OK, UsageError, complain, for_terminal, json_for_terminal
 
 
 def _warn(text: str) -> None:
-    print(f"warning: {text}", file=sys.stderr)
+    complain(f"warning: {text}")
 
 
 def _load(args):
@@ -80,7 +80,8 @@ def write_atomically(path: str, data: bytes) -> None:
     try:
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".cpl-render-")
     except OSError as error:
-        raise TraceError(f"cannot write {path}: {error.strerror}") from None
+        from cpl.trace import unwritable
+        raise TraceError(f"cannot write {path}: {unwritable(path, error)}") from None
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -106,9 +107,9 @@ def cmd_explain(args) -> int:
     except ExplainError as error:
         raise UsageError(str(error)) from None
     if args.format == "json":
-        print(json.dumps(found.to_json(), ensure_ascii=False))
+        print(json_for_terminal(json.dumps(found.to_json(), ensure_ascii=False)))
     else:
-        sys.stdout.write(found.to_text())
+        sys.stdout.write(for_terminal(found.to_text()))
     return EXIT_OK
 
 
