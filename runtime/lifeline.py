@@ -34,7 +34,7 @@ import time
 import zmq
 
 from choreo import load_one
-from choreo.actions import Background
+from choreo.actions import Background, Interrupted
 from choreo.fingerprint import fingerprint
 from choreo.local import expected_messages, recipients
 from choreo.drive import Driver, complete
@@ -43,6 +43,7 @@ from choreo.plan import prepare
 from choreo.status import RunFailure
 from cpl.trace import encode_json
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
+from .lineage import die_with_parent, keep_group
 from .control import (BEAT, FROM_SUPERVISOR, IDLE, LOG_BATCH, SUPERVISOR_SILENCE, Beat, Hello,
                       Log, Probe, Start, State, Stop, decode, routing_id, send)
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
@@ -58,15 +59,23 @@ class EventLog:
     def __init__(self, path: str):
         self._descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
                                    0o600)
+        os.register_at_fork(after_in_child=self._mute)
 
     def write(self, event) -> None:
-        os.write(self._descriptor, (_line(event) + "\n").encode("utf-8"))
+        if self._descriptor >= 0:
+            os.write(self._descriptor, (_line(event) + "\n").encode("utf-8"))
+
+    def _mute(self) -> None:
+        """A forked copy of the lifeline (an action's ``os.fork``) writes nothing here."""
+        if self._descriptor >= 0:
+            os.close(self._descriptor)
+            self._descriptor = -1
 
     def ship(self, control) -> None:
         pass  # on this host's disk already, where the supervisor reads it
 
     def close(self) -> None:
-        os.close(self._descriptor)
+        self._mute()
 
 
 class ShippedLog:
@@ -79,6 +88,11 @@ class ShippedLog:
         self._lines: list[str] = []
         self._bytes = 0
         self._control = None
+        os.register_at_fork(after_in_child=self._mute)
+
+    def _mute(self) -> None:
+        """A forked copy of the lifeline ships nothing: its sockets are the lifeline's."""
+        self.write = self.ship = lambda *_: None
 
     def write(self, event) -> None:
         line = _line(event)
@@ -145,6 +159,8 @@ class LifelineProcess:
             sockets.append(made)
             return made
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+        signal.signal(signal.SIGINT, _interrupted)  # a KeyboardInterrupt of an action's own
+        # is then its failure (choreo.actions.own), not a stop
         try:
             inbox = socket(zmq.PULL)
             secure_server(inbox, keys)
@@ -347,10 +363,17 @@ class _Heartbeat:
         self._socket.close(0)
 
 
+def _interrupted(*_) -> None:
+    raise Interrupted
+
+
 def main(connection: Connection, watch_stdin: bool) -> int:
-    """Run the lifeline; with ``watch_stdin`` the end of standard input (the supervisor's
-    pipe) ends the process: a supervisor killed with -9 leaves no lifeline behind."""
-    if watch_stdin:
+    """Run the lifeline; with ``watch_stdin`` it dies with the supervisor (at once on Linux,
+    else at the end of standard input, the supervisor's pipe) and takes its process group
+    with it (:mod:`runtime.lineage`): a supervisor killed with -9 leaves nothing behind."""
+    if watch_stdin:  # started by cpl run: its child, leading a process group of its own
+        die_with_parent()
+        keep_group()
         threading.Thread(target=_exit_on_eof, name="cpl-parent", daemon=True).start()
     return LifelineProcess(connection).serve()
 

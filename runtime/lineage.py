@@ -1,0 +1,130 @@
+"""No process outlives its run, whatever its actions start: the means, and why these.
+
+* **A process group per lifeline.**  ``LocalProcesses`` starts each lifeline as
+  the leader of a session of its own; what its actions start (``os.fork``,
+  ``subprocess``) stays in that group unless it leaves it, and the launcher
+  kills the whole group (:func:`kill_group`) on every path: a normal end, an
+  error, Ctrl-C, ``--timeout``, a death.
+* **A lifeline dies with its supervisor**, at once, even inside an action that
+  holds the interpreter: ``PR_SET_PDEATHSIG`` (:func:`die_with_parent`).  A
+  killed process cannot kill its group, so a *keeper* (:func:`keep_group`) does
+  it: a small process of the group, started before any action runs, that waits
+  for the lifeline's death, then kills the group.  It runs no user code, so
+  nothing can hold it up.  (Without the keeper, the end of standard input and
+  ``SUPERVISOR_SILENCE`` still end the lifeline itself; off Linux they are all.)
+* **``cpl run`` is a child subreaper** while it runs (:class:`Sweep`,
+  ``PR_SET_CHILD_SUBREAPER``): what escaped its group (``setsid``), and what
+  the actions of ``--sim`` start (in ``cpl run``'s own process), comes back to it
+  when its parent ends, and is killed at the end.  Only for the run's
+  duration, and only processes that were not its children before.
+* A **forked copy** of a lifeline or of the simulator never speaks for it:
+  ``choreo.actions`` ends the copy when the action returns into our code, and
+  the lifeline's log is closed in any copy (``os.register_at_fork``).
+
+Process groups alone miss ``setsid``; a subreaper alone cannot act once its
+own process is killed with -9; hence both, and the keeper for that case.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_LINUX = sys.platform.startswith("linux")
+_SWEEPS = 100  # rounds of killing: each may bring the orphans of the last back to us
+
+# The keeper, once exec'd: the lifeline's death (SIGUSR1, blocked since before the exec,
+# so one that came first is pending) kills the group, the keeper with it.
+_KEEPER = ("import os, signal; signal.sigwait({signal.SIGUSR1}); "
+           "os.killpg(0, signal.SIGKILL)")
+
+
+def _prctl(option: int, value: int) -> bool:
+    if not _LINUX:
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(option, ctypes.c_ulong(value), 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def die_with_parent() -> None:
+    """The kernel kills this process when the thread that started it ends (Linux)."""
+    _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def keep_group() -> None:
+    """Start the keeper of this process's group: when this process ends, however, the
+    group is killed.  Only for a group leader (a lifeline ``cpl run`` started), on Linux."""
+    if not _LINUX or os.getpgrp() != os.getpid():
+        return
+    lifeline = os.getpid()
+    if os.fork():
+        return
+    try:  # the keeper: nothing of the lifeline's (its pipes, its output), no user code
+        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+        if _prctl(_PR_SET_PDEATHSIG, signal.SIGUSR1):
+            if os.getppid() != lifeline:  # gone already
+                os.killpg(0, signal.SIGKILL)
+            quiet = os.open(os.devnull, os.O_RDWR)
+            for descriptor in (0, 1, 2):
+                os.dup2(quiet, descriptor)
+            os.closerange(3, os.sysconf("SC_OPEN_MAX"))
+            # exec'd: ``ps`` does not show it as the lifeline, and it holds no copy of it
+            os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", _KEEPER])
+    finally:
+        os._exit(0)  # no keeper can be made: the launcher and the sweep are left
+
+
+def kill_group(leader: int) -> None:
+    """SIGKILL the process group ``leader`` leads (its members, it too if it still runs)."""
+    with contextlib.suppress(OSError):
+        os.killpg(leader, signal.SIGKILL)
+
+
+class Sweep:
+    """While in the block this process is a child subreaper (Linux); leaving it kills, and
+    reaps, every child it has gained meanwhile: orphans of the run's processes included."""
+
+    def __enter__(self):
+        self._before = set(_children())
+        self._reaper = _prctl(_PR_SET_CHILD_SUBREAPER, 1)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for _ in range(_SWEEPS):
+            left = [pid for pid in _children() if pid not in self._before]
+            if not left:
+                break
+            for pid in left:
+                with contextlib.suppress(OSError):
+                    os.kill(pid, signal.SIGKILL)
+            for pid in left:
+                with contextlib.suppress(ChildProcessError):
+                    os.waitpid(pid, 0)
+        if self._reaper:
+            _prctl(_PR_SET_CHILD_SUBREAPER, 0)
+
+
+def _children() -> list[int]:
+    """The pids whose parent is this process (zombies included), from ``/proc``."""
+    me, found = os.getpid(), []
+    if not _LINUX:
+        return found
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                parent = int(handle.read().rsplit(b")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        if parent == me:
+            found.append(int(entry))
+    return found
