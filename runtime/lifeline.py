@@ -8,7 +8,8 @@ start-up order matters.  Control with the supervisor (:mod:`runtime.control`)
 is a DEALER to the supervisor's ROUTER: ``Hello``/``Start`` at the
 rendezvous, ``State``/``Probe`` for deadlock detection, ``Stop`` to finish,
 and heartbeats both ways — from a thread of their own, so a long synchronous
-action does not look like a dead process.  With CURVE (the default) the
+action does not look like a dead process (one holding the interpreter's lock
+throughout is ``unresponsive``).  With CURVE (the default) the
 inbox accepts only this run's keys and the ZAP handler names each frame's
 real sender, which must match the frame's ``sender``.
 
@@ -43,9 +44,9 @@ from choreo.plan import prepare
 from choreo.status import RunFailure
 from cpl.trace import encode_json
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
-from .lineage import die_with_parent, keep_group
 from .control import (BEAT, FROM_SUPERVISOR, IDLE, LOG_BATCH, SUPERVISOR_SILENCE, Beat, Hello,
                       Log, Probe, Start, State, Stop, decode, routing_id, send)
+from .lineage import die_with_parent, keep_group
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
@@ -59,23 +60,19 @@ class EventLog:
     def __init__(self, path: str):
         self._descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
                                    0o600)
-        os.register_at_fork(after_in_child=self._mute)
+        os.register_at_fork(after_in_child=self.close)  # a forked copy writes nothing here
 
     def write(self, event) -> None:
         if self._descriptor >= 0:
             os.write(self._descriptor, (_line(event) + "\n").encode("utf-8"))
 
-    def _mute(self) -> None:
-        """A forked copy of the lifeline (an action's ``os.fork``) writes nothing here."""
-        if self._descriptor >= 0:
-            os.close(self._descriptor)
-            self._descriptor = -1
-
     def ship(self, control) -> None:
         pass  # on this host's disk already, where the supervisor reads it
 
     def close(self) -> None:
-        self._mute()
+        if self._descriptor >= 0:
+            os.close(self._descriptor)
+            self._descriptor = -1
 
 
 class ShippedLog:
@@ -90,8 +87,7 @@ class ShippedLog:
         self._control = None
         os.register_at_fork(after_in_child=self._mute)
 
-    def _mute(self) -> None:
-        """A forked copy of the lifeline ships nothing: its sockets are the lifeline's."""
+    def _mute(self) -> None:  # a forked copy ships nothing: the sockets are the lifeline's
         self.write = self.ship = lambda *_: None
 
     def write(self, event) -> None:
