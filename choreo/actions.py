@@ -173,10 +173,13 @@ class Awaiter:
             self._runner = asyncio.Runner()
             if _loop_running():
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="cpl-actions")
-        coroutine = bounded(awaitable, deadline)
-        if self._worker is None:
-            return self._runner.run(coroutine)
-        return self._worker.submit(self._runner.run, coroutine).result()
+        coroutine, caller = bounded(awaitable, deadline), os.getpid()
+        try:
+            if self._worker is None:
+                return self._runner.run(coroutine)
+            return self._worker.submit(self._runner.run, coroutine).result()
+        finally:
+            _left_in_a_fork(caller)
 
     def __exit__(self, *exc):
         if self._runner is not None:

@@ -121,14 +121,13 @@ def _stop_between_steps(run: "_Simulation"):
     at once inside an action (a slow tool call is not an event yet) and a
     second signal always does.  Only the main thread's signals whose handler is
     Python's default ``KeyboardInterrupt`` are taken over (SIGINT, and SIGTERM
-    where ``cpl run`` maps it so), and not for runs recorded in memory without a
-    sink: swapping handlers costs ~10 µs a run (bench P5), and an in-memory trace
-    is recounted instead (``steps``).  Where they are taken over, the stop is an
+    where ``cpl run`` maps it so), and not for runs without a sink: swapping
+    handlers costs ~10 µs a run (bench P5), and an in-memory trace is
+    recounted instead (``steps``).  Where they are taken over, the stop is an
     ``Interrupted``, and a ``KeyboardInterrupt`` an action raises itself is its
     failure (``choreo.actions.own``).
     """
-    taken = [] if (run.sink is None and run.recording) \
-        or threading.current_thread() is not threading.main_thread() \
+    taken = [] if run.sink is None or threading.current_thread() is not threading.main_thread() \
         else [s for s in (signal.SIGINT, signal.SIGTERM)
               if signal.getsignal(s) is signal.default_int_handler]
 

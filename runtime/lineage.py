@@ -38,10 +38,15 @@ _PR_SET_CHILD_SUBREAPER = 36
 _LINUX = sys.platform.startswith("linux")
 _SWEEPS = 100  # rounds of killing: each may bring the orphans of the last back to us
 
-# The keeper, once exec'd: the lifeline's death (SIGUSR1, blocked since before the exec,
-# so one that came first is pending) kills the group, the keeper with it.
-_KEEPER = ("import os, signal; signal.sigwait({signal.SIGUSR1}); "
-           "os.killpg(0, signal.SIGKILL)")
+# The keeper: told of the lifeline's death by SIGUSR1 (blocked from its start, so one that
+# comes before it waits is pending), it kills the group, itself with it.
+_KEEPER = """
+import ctypes, os, signal, sys
+ctypes.CDLL(None).prctl(%d, signal.SIGUSR1, 0, 0, 0)
+if os.getppid() == int(sys.argv[1]):
+    signal.sigwait({signal.SIGUSR1})
+os.killpg(0, signal.SIGKILL)
+""" % _PR_SET_PDEATHSIG
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -61,25 +66,16 @@ def die_with_parent() -> None:
 
 def keep_group() -> None:
     """Start the keeper of this process's group: when this process ends, however, the
-    group is killed.  Only for a group leader (a lifeline ``cpl run`` started), on Linux."""
+    group is killed.  Only for a group leader (a lifeline ``cpl run`` started), on Linux.
+    Spawned, not forked: ``ps`` never shows it as a copy of the lifeline."""
     if not _LINUX or os.getpgrp() != os.getpid():
         return
-    lifeline = os.getpid()
-    if os.fork():
-        return
-    try:  # the keeper: nothing of the lifeline's (its pipes, its output), no user code
-        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
-        if _prctl(_PR_SET_PDEATHSIG, signal.SIGUSR1):
-            if os.getppid() != lifeline:  # gone already
-                os.killpg(0, signal.SIGKILL)
-            quiet = os.open(os.devnull, os.O_RDWR)
-            for descriptor in (0, 1, 2):
-                os.dup2(quiet, descriptor)
-            os.closerange(3, os.sysconf("SC_OPEN_MAX"))
-            # exec'd: ``ps`` does not show it as the lifeline, and it holds no copy of it
-            os.execv(sys.executable, [sys.executable, "-I", "-S", "-c", _KEEPER])
-    finally:
-        os._exit(0)  # no keeper can be made: the launcher and the sweep are left
+    quiet = [(os.POSIX_SPAWN_OPEN, descriptor, os.devnull, os.O_RDWR, 0)
+             for descriptor in (0, 1, 2)]
+    with contextlib.suppress(OSError):  # no keeper: the launcher and the sweep are left
+        os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", _KEEPER,
+                                        str(os.getpid())], os.environ,
+                       file_actions=quiet, setsigmask={signal.SIGUSR1})
 
 
 def kill_group(leader: int) -> None:

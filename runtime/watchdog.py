@@ -103,7 +103,7 @@ def simulate_watched(plan, *, seed, values: dict, max_steps, timeout: float, sin
         return ended["end"], ended["results"]
     if ended is not None:  # an error of the simulator's own, not the run's: as it would be here
         raise RuntimeError(ended.get("error"))
-    if len(signals) > 1:
+    if signals:  # a second one killed it, or the first came before its simulator ran
         status, error = INTERRUPTED, INTERRUPTED
     elif time.monotonic() >= began + timeout:
         status, error = TIMEOUT, timed_out(timeout)
@@ -196,6 +196,8 @@ def _simulate(plan, sending: int, stage, options: dict) -> None:
                                         before_action=before_action, **options)
         say({"end": dict(result.trace.meta), "results": result.results})
         send()
+    except KeyboardInterrupt:  # passed on before the simulator could take it: no word
+        pass
     except BaseException as error:  # noqa: BLE001 - said to the parent, which raises it
         with contextlib.suppress(BaseException):
             say({"error": f"{type(error).__name__}: {error}"})

@@ -14,7 +14,7 @@ import time
 import pytest
 
 from cpl.trace import load_trace
-from runtime_util import Cpl, check_messages, lifeline_processes, tagged, wait_until
+from runtime_util import ROOT, Cpl, check_messages, lifeline_processes, tagged, wait_until
 
 PAIR = """
 import os, subprocess, time
@@ -160,3 +160,25 @@ def test_an_action_raising_any_exception_fails_the_run_in_both_modes(tmp_path, m
     trace = load_trace(trace_path)
     assert trace.meta["status"] == "failed" and said in trace.meta["error"]
     assert [e.id for e in trace.events] == ["A.1", "A.2", "B.1"]
+
+
+def test_ctrl_c_stops_a_sim_with_a_timeout_as_it_stops_one_without(tmp_path):
+    trace_path = tmp_path / "t.jsonl"
+    with Cpl(tmp_path, "run", str(ROOT / "examples" / "code_review.py"), "--sim",
+             "--arg", "rounds=1000000", "--timeout", "60", "--trace", str(trace_path)) as cpl:
+        assert wait_until(lambda: trace_path.exists() and trace_path.stat().st_size > 200_000,
+                          30.0), cpl.err
+        cpl.ctrl_c()
+        assert cpl.wait(10) == 130, cpl.err
+        assert "interrupted" in cpl.err and "Traceback" not in cpl.err
+        assert "Orchestrator: round = " in cpl.out  # the results still printed
+        _gone(cpl)
+    trace = _valid(trace_path)
+    assert trace.meta["status"] == "interrupted" and trace.meta["steps"] > 1000
+    assert len(trace.events) == trace.meta["steps"]
+
+
+def test_without_a_trace_too_an_action_raising_keyboard_interrupt_fails_the_sim(tmp_path):
+    with Cpl(tmp_path, "run", _write(tmp_path, "    raise KeyboardInterrupt"), "--sim") as cpl:
+        assert cpl.wait(60) == 1, cpl.err
+        assert "action 'compute x' raised KeyboardInterrupt" in cpl.err, cpl.err

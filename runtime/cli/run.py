@@ -84,9 +84,9 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
                                                  max_steps=args.max_steps, timeout=args.timeout,
                                                  sink=write, schedule=args.schedule or RANDOM)
             else:
-                result = Simulator.of(plan).run(seed=args.seed, values=inputs,
-                                                max_steps=args.max_steps, record=False,
-                                                sink=write, schedule=args.schedule or RANDOM)
+                result = Simulator.of(plan).run(  # a sink even without a trace: Ctrl-C
+                    seed=args.seed, values=inputs, max_steps=args.max_steps, record=False,
+                    sink=write or _unwritten, schedule=args.schedule or RANDOM)  # is told apart
                 meta, results = dict(result.trace.meta), result.results
         else:
             from ..launchers import launchers_for
@@ -117,6 +117,11 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     if args.render:
         code = _render_run(trace_path, args.render, render_format) or code
     return code
+
+
+def _unwritten(event) -> None:
+    """The sink of a simulated run without ``--trace``: with a sink, the simulator tells a
+    Ctrl-C from a ``KeyboardInterrupt`` an action raises (``choreo.actions.own``)."""
 
 
 def _render_format(path: str | None) -> str | None:
