@@ -126,9 +126,11 @@ class _Lines:
     def read(self, receiving: int, deadline: float | None):
         """Each line, decoded, until the child's last word, its end closed, or ``deadline``
         (None: only what is there now)."""
+        waiting = select.poll()
+        waiting.register(receiving, select.POLLIN)
         while True:
             left = 0 if deadline is None else deadline - time.monotonic()
-            if left < 0 or not select.select([receiving], [], [], left)[0]:
+            if left < 0 or not waiting.poll(left * 1000):
                 return
             chunk = os.read(receiving, 1 << 16)
             if not chunk:
