@@ -48,7 +48,7 @@ import attrs
 
 from .connection import Connection, write_connections
 from .control import HELLO_TIMEOUT, JOIN_TIMEOUT
-from .lineage import kill_group
+from .lineage import Keeper, kill_group
 
 
 
@@ -92,12 +92,15 @@ class LocalProcesses(Launcher):
     def __init__(self, lifelines):
         self.lifelines = tuple(lifelines)
         self.processes: dict[str, subprocess.Popen] = {}
+        self.keeper: Keeper | None = None  # kills the groups even if we are killed
 
     def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
+        self.keeper = Keeper()
         for name, connection in drafts.items():
             process = subprocess.Popen(lifeline_command(name), stdin=subprocess.PIPE,
                                        start_new_session=True)
             self.processes[name] = process
+            self.keeper.keep(process.pid)
             with contextlib.suppress(BrokenPipeError):  # it died at once: ended() says so
                 process.stdin.write(connection.to_json().encode("utf-8") + b"\n")
                 process.stdin.flush()
@@ -124,6 +127,8 @@ class LocalProcesses(Launcher):
         for process in self.processes.values():
             with contextlib.suppress(OSError):
                 process.stdin.close()
+        if self.keeper is not None:
+            self.keeper.close()
 
 
 class Joins(Launcher):

@@ -46,7 +46,7 @@ from cpl.trace import encode_json
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
 from .control import (BEAT, FROM_SUPERVISOR, IDLE, LOG_BATCH, SUPERVISOR_SILENCE, Beat, Hello,
                       Log, Probe, Start, State, Stop, decode, routing_id, send)
-from .lineage import die_with_parent, keep_group
+from .lineage import die_with_parent
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
@@ -365,11 +365,11 @@ def _interrupted(*_) -> None:
 
 def main(connection: Connection, watch_stdin: bool) -> int:
     """Run the lifeline; with ``watch_stdin`` it dies with the supervisor (at once on Linux,
-    else at the end of standard input, the supervisor's pipe) and takes its process group
-    with it (:mod:`runtime.lineage`): a supervisor killed with -9 leaves nothing behind."""
+    else at the end of standard input, the supervisor's pipe), and the supervisor's keeper
+    kills its process group (:mod:`runtime.lineage`): a supervisor killed with -9 leaves
+    nothing behind."""
     if watch_stdin:  # started by cpl run: its child, leading a process group of its own
         die_with_parent()
-        keep_group()
         threading.Thread(target=_exit_on_eof, name="cpl-parent", daemon=True).start()
     return LifelineProcess(connection).serve()
 

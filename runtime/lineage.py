@@ -7,11 +7,13 @@
   error, Ctrl-C, ``--timeout``, a death.
 * **A lifeline dies with its supervisor**, at once, even inside an action that
   holds the interpreter: ``PR_SET_PDEATHSIG`` (:func:`die_with_parent`).  A
-  killed process cannot kill its group, so a *keeper* (:func:`keep_group`) does
-  it: a small process of the group, started before any action runs, that waits
-  for the lifeline's death, then kills the group.  It runs no user code, so
-  nothing can hold it up.  (Without the keeper, the end of standard input and
-  ``SUPERVISOR_SILENCE`` still end the lifeline itself; off Linux they are all.)
+  killed process cannot kill its group, so a :class:`Keeper` does: a small
+  process the launcher starts beside the lifelines, that kills their groups
+  when the supervisor's pipe to it closes — at the run's end, or when the
+  supervisor is killed, even with -9.  It runs no user code, so nothing can
+  hold it up.  (Without it, the end of standard input and
+  ``SUPERVISOR_SILENCE`` still end the lifelines themselves; off Linux they
+  are all.)
 * **``cpl run`` is a child subreaper** while it runs (:class:`Sweep`,
   ``PR_SET_CHILD_SUBREAPER``): what escaped its group (``setsid``), and what
   the actions of ``--sim`` start (in ``cpl run``'s own process), comes back to it
@@ -22,7 +24,9 @@
   the lifeline's log is closed in any copy (``os.register_at_fork``).
 
 Process groups alone miss ``setsid``; a subreaper alone cannot act once its
-own process is killed with -9; hence both, and the keeper for that case.
+own process is killed with -9; hence both, and the keeper for that case.  The
+keeper is the supervisor's, not each lifeline's: a process a lifeline started
+would, for a moment, look like the lifeline (``ps``, ``/proc``).
 """
 
 from __future__ import annotations
@@ -38,15 +42,17 @@ _PR_SET_CHILD_SUBREAPER = 36
 _LINUX = sys.platform.startswith("linux")
 _SWEEPS = 100  # rounds of killing: each may bring the orphans of the last back to us
 
-# The keeper: told of the lifeline's death by SIGUSR1 (blocked from its start, so one that
-# comes before it waits is pending), it kills the group, itself with it.
+# The keeper: reads the process groups to keep, one a line, from the supervisor's pipe;
+# its end — the supervisor done, or killed — kills them all.
 _KEEPER = """
-import ctypes, os, signal, sys
-ctypes.CDLL(None).prctl(%d, signal.SIGUSR1, 0, 0, 0)
-if os.getppid() == int(sys.argv[1]):
-    signal.sigwait({signal.SIGUSR1})
-os.killpg(0, signal.SIGKILL)
-""" % _PR_SET_PDEATHSIG
+import os, signal, sys
+groups = [int(line) for line in sys.stdin]
+for group in groups:
+    try:
+        os.killpg(group, signal.SIGKILL)
+    except OSError:
+        pass
+"""
 
 
 def _prctl(option: int, value: int) -> bool:
@@ -64,18 +70,33 @@ def die_with_parent() -> None:
     _prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
-def keep_group() -> None:
-    """Start the keeper of this process's group: when this process ends, however, the
-    group is killed.  Only for a group leader (a lifeline ``cpl run`` started), on Linux.
-    Spawned, not forked: ``ps`` never shows it as a copy of the lifeline."""
-    if not _LINUX or os.getpgrp() != os.getpid():
-        return
-    quiet = [(os.POSIX_SPAWN_OPEN, descriptor, os.devnull, os.O_RDWR, 0)
-             for descriptor in (0, 1, 2)]
-    with contextlib.suppress(OSError):  # no keeper: the launcher and the sweep are left
-        os.posix_spawn(sys.executable, [sys.executable, "-I", "-S", "-c", _KEEPER,
-                                        str(os.getpid())], os.environ,
-                       file_actions=quiet, setsigmask={signal.SIGUSR1})
+class Keeper:
+    """A small process, in a session of its own (no Ctrl-C of a terminal), that kills the
+    process groups it is told of when this process closes its pipe — or dies, even with
+    -9: then the kernel closes it.  It runs no user code and looks like no lifeline."""
+
+    def __init__(self):
+        reading, self._writing = os.pipe()
+        try:
+            self._pid = os.posix_spawn(
+                sys.executable, [sys.executable, "-I", "-S", "-c", _KEEPER], os.environ,
+                file_actions=[(os.POSIX_SPAWN_DUP2, reading, 0),
+                              (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+                              (os.POSIX_SPAWN_DUP2, 1, 2)], setsid=True)
+        except (OSError, NotImplementedError):  # no keeper (no setsid: not Linux)
+            self._pid = None
+        finally:
+            os.close(reading)
+
+    def keep(self, group: int) -> None:
+        with contextlib.suppress(OSError):  # no keeper, or gone: the launcher kills alone
+            os.write(self._writing, f"{group}\n".encode("ascii"))
+
+    def close(self) -> None:
+        """The groups are killed; the keeper is reaped."""
+        os.close(self._writing)
+        if self._pid is not None:
+            os.waitpid(self._pid, 0)
 
 
 def kill_group(leader: int) -> None:
