@@ -36,22 +36,26 @@ def start(s: LAct, store: dict, rng, lifeline: str, event: str, snapshot: bool =
 
     ``snapshot``: the action sees a copy of the store as it is now, for a driver
     that lets other threads of the lifeline move on while it is awaited."""
-    caller = os.getpid()
+    forks = _forks[0]
     try:
         value = s.fn(MappingProxyType(dict(store) if snapshot else store), rng)
     except BaseException as error:  # noqa: BLE001 - the action's own: a failure of the run
-        _left_in_a_fork(caller)
+        _left_in_a_fork(forks)
         if not own(error):
             raise
         raise failed(s, error, lifeline, event) from None
-    _left_in_a_fork(caller)
+    _left_in_a_fork(forks)
     return value
 
 
-def _left_in_a_fork(caller: int) -> None:
+_forks = [0]  # how many forks made this process: a count, not os.getpid(), a system call
+os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
+
+
+def _left_in_a_fork(forks: int) -> None:
     """An action that forked comes back twice: the copy ends here, silently, so that only
     the lifeline that called it goes on (prints, logs, sends, writes the trace)."""
-    if os.getpid() != caller:
+    if _forks[0] != forks:
         os._exit(0)
 
 
@@ -173,13 +177,13 @@ class Awaiter:
             self._runner = asyncio.Runner()
             if _loop_running():
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="cpl-actions")
-        coroutine, caller = bounded(awaitable, deadline), os.getpid()
+        coroutine, forks = bounded(awaitable, deadline), _forks[0]
         try:
             if self._worker is None:
                 return self._runner.run(coroutine)
             return self._worker.submit(self._runner.run, coroutine).result()
         finally:
-            _left_in_a_fork(caller)
+            _left_in_a_fork(forks)
 
     def __exit__(self, *exc):
         if self._runner is not None:
