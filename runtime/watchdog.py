@@ -9,7 +9,9 @@ that hands its events to this process; this process writes the trace, and at
 the deadline (plus ``GRACE``, the simulator's own chance to end) kills the
 child's group — the child and whatever its actions started — and ends the
 trace itself: status ``timeout``, every event the child took kept, and each
-lifeline's results rebuilt from those events.
+lifeline's results rebuilt from those events.  (A child still sending then is
+not held, only ahead of this process: it has ``CATCH_UP`` to say its last
+word.)
 
 How events travel, and why: packed with msgpack (a tenth of JSON's cost to
 read back: this process must keep up), through a pipe ``BATCH`` at a time (a
@@ -44,6 +46,8 @@ from cpl.trace import Event, encode_json
 from .lineage import die_with_parent, kill_group
 
 GRACE = 0.2  # seconds past the deadline the simulator has to end on its own
+CATCH_UP = 0.6  # seconds past it a child still sending (we lag behind it) may go on
+IDLE = 0.1  # seconds of silence past GRACE that say the child is held by an action
 BATCH = 256  # events the child sends at once
 STAGE = 1 << 20  # bytes of the shared stage; lines that do not fit are sent at once
 _HEADER = struct.Struct("QQ")  # the stage's first byte's offset in the stream, its length
@@ -77,17 +81,19 @@ def simulate_watched(plan, *, seed, values: dict, max_steps, timeout: float, sin
     def take(data) -> bool:
         """One line of the child's: an event for the trace, or its last word (True)."""
         nonlocal steps, ended
-        if "id" not in data:
+        if _last(data):
             ended = data
             return True
-        event = Event(**data)
+        event = Event(*data) if type(data) is list else Event(**data)
         stores[event.lifeline].update(event.set)
         if sink is not None:
             sink(event)
         steps += 1
         return False
     try:
-        if not any(take(data) for data in lines.read(receiving, began + timeout + GRACE)):
+        deadline = began + timeout
+        if not any(take(data) for data in lines.read(receiving, deadline + GRACE)) and not \
+                any(take(data) for data in lines.read(receiving, deadline + CATCH_UP, IDLE)):
             kill_group(child)  # what it has not said yet is in the pipe, or staged
             _, exit_status = os.waitpid(child, 0)
             any(take(data) for data in (*lines.read(receiving, None), *lines.unsent(stage)))
@@ -123,21 +129,21 @@ class _Lines:
         self.received = 0
         self._unpacker = msgpack.Unpacker(raw=False, max_buffer_size=0)
 
-    def read(self, receiving: int, deadline: float | None):
-        """Each line, decoded, until the child's last word, its end closed, or ``deadline``
-        (None: only what is there now)."""
+    def read(self, receiving: int, deadline: float | None, idle: float | None = None):
+        """Each line, decoded, until the child's last word, its end closed, ``deadline``
+        (None: only what is there now) or ``idle`` seconds without a byte."""
         waiting = select.poll()
         waiting.register(receiving, select.POLLIN)
         while True:
             left = 0 if deadline is None else deadline - time.monotonic()
-            if left < 0 or not waiting.poll(left * 1000):
+            if left < 0 or not waiting.poll(min(left, idle or left) * 1000):
                 return
             chunk = os.read(receiving, 1 << 16)
             if not chunk:
                 return
             for data in self._split(chunk):
                 yield data
-                if "id" not in data:
+                if _last(data):
                     return
 
     def unsent(self, stage) -> list:
@@ -160,7 +166,7 @@ def _simulate(plan, sending: int, stage, options: dict) -> None:
     never returns."""
     lines: list[bytes] = []
     sent = staged = 0  # bytes sent through the pipe; bytes in the stage after them
-    pack = msgpack.Packer(use_bin_type=True).pack
+    pack = msgpack.Packer(use_bin_type=True, default=dict).pack  # an Event: an array
 
     def send() -> None:
         nonlocal sent, staged
@@ -186,7 +192,8 @@ def _simulate(plan, sending: int, stage, options: dict) -> None:
         try:
             lines.append(pack(value))
         except (OverflowError, ValueError, TypeError):  # an integer beyond 64 bits
-            lines.append(pack({"json": encode_json(value)}))
+            lines.append(pack({"json": encode_json(
+                value.to_dict() if isinstance(value, Event) else value)}))
         if len(lines) >= BATCH:
             send()
     try:
@@ -194,8 +201,8 @@ def _simulate(plan, sending: int, stage, options: dict) -> None:
         die_with_parent()
         for signum in (signal.SIGINT, signal.SIGTERM):
             signal.signal(signum, signal.default_int_handler)
-        result = Simulator.of(plan).run(record=False, sink=lambda event: say(event.to_dict()),
-                                        before_action=before_action, **options)
+        result = Simulator.of(plan).run(record=False, sink=say, before_action=before_action,
+                                        **options)
         say({"end": dict(result.trace.meta), "results": result.results})
         send()
     except KeyboardInterrupt:  # passed on before the simulator could take it: no word
@@ -206,6 +213,11 @@ def _simulate(plan, sending: int, stage, options: dict) -> None:
             send()
     finally:
         os._exit(0)
+
+
+def _last(data) -> bool:
+    """The child's last word (its meta and results, or its error), not an event."""
+    return type(data) is dict and "id" not in data
 
 
 def _how(status: int) -> str:
