@@ -6,7 +6,8 @@ lifeline's store, ``rng`` its seeded ``random.Random``.  It may be async:
 awaitable on its own event loop — the lifeline engine never runs a loop of
 its own, so it works from plain code and from inside asyncio alike.
 
-Whatever goes wrong — ``fn`` raises or calls ``sys.exit``, returns the wrong
+Whatever goes wrong — ``fn`` raises (any ``BaseException``, ``KeyboardInterrupt``
+included: :func:`own`) or calls ``sys.exit``, returns the wrong
 arity or type, or a value a ``cpl-msc/1`` trace cannot hold (NaN, ±Infinity,
 a non-JSON object) — is a :class:`~choreo.status.RunFailure` naming the
 lifeline, the event and the line of the action that failed.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import threading
 import time
 import traceback
@@ -34,10 +36,40 @@ def start(s: LAct, store: dict, rng, lifeline: str, event: str, snapshot: bool =
 
     ``snapshot``: the action sees a copy of the store as it is now, for a driver
     that lets other threads of the lifeline move on while it is awaited."""
+    forks = _forks[0]
     try:
-        return s.fn(MappingProxyType(dict(store) if snapshot else store), rng)
-    except (Exception, SystemExit) as error:
+        value = s.fn(MappingProxyType(dict(store) if snapshot else store), rng)
+    except BaseException as error:  # noqa: BLE001 - the action's own: a failure of the run
+        _left_in_a_fork(forks)
+        if not own(error):
+            raise
         raise failed(s, error, lifeline, event) from None
+    _left_in_a_fork(forks)
+    return value
+
+
+_forks = [0]  # how many forks made this process: a count, not os.getpid(), a system call
+os.register_at_fork(after_in_child=lambda: _forks.__setitem__(0, _forks[0] + 1))
+
+
+def _left_in_a_fork(forks: int) -> None:
+    """An action that forked comes back twice: the copy ends here, silently, so that only
+    the lifeline that called it goes on (prints, logs, sends, writes the trace)."""
+    if _forks[0] != forks:
+        os._exit(0)
+
+
+def own(error: BaseException) -> bool:
+    """Whether ``error``, out of an action, is the action failing, not the run being stopped:
+    anything but a stop of ours (:class:`Interrupted`, ``DeadlinePassed``, a generator's
+    close) and a ``KeyboardInterrupt`` that may be the terminal's Ctrl-C (raised while
+    Python's default SIGINT handler is in place, which a driver that tells its stops apart
+    replaces)."""
+    if isinstance(error, (Interrupted, DeadlinePassed, GeneratorExit)):
+        return False
+    if isinstance(error, KeyboardInterrupt):
+        return signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    return True
 
 
 def failed(s: LAct, error: BaseException, lifeline: str, event: str) -> RunFailure:
@@ -45,7 +77,8 @@ def failed(s: LAct, error: BaseException, lifeline: str, event: str) -> RunFailu
     if isinstance(error, SystemExit):
         cause = f"action {s.label!r} called sys.exit({error.code!r})"
     else:
-        cause = f"action {s.label!r} raised {type(error).__name__}: {error}"
+        said = str(error)
+        cause = f"action {s.label!r} raised {type(error).__name__}" + (f": {said}" if said else "")
     return RunFailure(lifeline, event, cause, _raised_at(s, error) or s.where, kind="action")
 
 
@@ -114,6 +147,11 @@ class DeadlinePassed(BaseException):
     """--timeout ran out while an action was awaited (not an action failure)."""
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) as a driver's own handler raises it inside an action: the run is
+    stopped; a ``KeyboardInterrupt`` the action raises itself is its failure."""
+
+
 async def bounded(awaitable, deadline: float | None):
     if deadline is None:
         return await awaitable
@@ -139,10 +177,13 @@ class Awaiter:
             self._runner = asyncio.Runner()
             if _loop_running():
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="cpl-actions")
-        coroutine = bounded(awaitable, deadline)
-        if self._worker is None:
-            return self._runner.run(coroutine)
-        return self._worker.submit(self._runner.run, coroutine).result()
+        coroutine, forks = bounded(awaitable, deadline), _forks[0]
+        try:
+            if self._worker is None:
+                return self._runner.run(coroutine)
+            return self._worker.submit(self._runner.run, coroutine).result()
+        finally:
+            _left_in_a_fork(forks)
 
     def __exit__(self, *exc):
         if self._runner is not None:

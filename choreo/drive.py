@@ -30,7 +30,7 @@ import asyncio
 from inspect import isawaitable
 from typing import Callable
 
-from .actions import bounded
+from .actions import bounded, own
 
 
 class Driver:
@@ -38,12 +38,16 @@ class Driver:
 
     ``post(message)`` takes each message for a runner not driven here (None: every
     receiver is); ``sent(message, steps)``, if given, hears of each message delivered
-    here as it is sent (a scheduler that prefers the newest message needs the order)."""
+    here as it is sent (a scheduler that prefers the newest message needs the order);
+    ``before_action()``, if given, is called before each action (an ``emit`` that batches
+    its writes hands them on: the action may never return)."""
 
     def __init__(self, runners, pick: Callable, emit: Callable, post: Callable | None = None,
-                 *, background=None, sent: Callable | None = None):
+                 *, background=None, sent: Callable | None = None,
+                 before_action: Callable | None = None):
         self.runners = tuple(runners)
         self.pick, self.emit, self.post, self.sent = pick, emit, post, sent
+        self.before_action = before_action
         self.background = background
         self.under_way: dict = {}  # thread -> (its option, its action's future), in start order
         self.acting = False  # calling an action, or awaiting it in-line
@@ -55,7 +59,7 @@ class Driver:
         (returns True).  A generator: it yields the awaitable of an action awaited in-line
         and takes back its value, or the exception it raised (then a ``RunFailure``)."""
         pick, emit, post, sent, here = self.pick, self.emit, self.post, self.sent, self._here
-        background, under_way = self.background, self.under_way
+        background, under_way, before = self.background, self.under_way, self.before_action
         snapshot = background is not None
         # Each runner's options, asked again only of the runners a step changed: the one
         # that fired and the receiver of its message (a step's cost, bench P5).  At the
@@ -83,6 +87,8 @@ class Driver:
                     runner, thread, _ = option
                     value, want = None, thread.want
                     if want[0] == "act" and want[1].fn is not None:  # machine.calls, inlined
+                        if before is not None:
+                            before()
                         self.acting = True
                         value = runner.start(option, snapshot)
                         if isawaitable(value):
@@ -92,7 +98,9 @@ class Driver:
                                 continue
                             try:
                                 value = yield value
-                            except (Exception, SystemExit) as failure:
+                            except BaseException as failure:  # noqa: BLE001 - see own()
+                                if not own(failure):
+                                    raise
                                 raise runner.action_failed(option, failure) from None
                         self.acting = False
                 event, message = runner.fire(option, value)
@@ -118,7 +126,9 @@ class Driver:
                 del self.under_way[thread]
                 try:
                     return option, future.result()
-                except (Exception, SystemExit) as failure:
+                except BaseException as failure:  # noqa: BLE001 - see own()
+                    if not own(failure):
+                        raise
                     raise option[0].action_failed(option, failure) from None
         return None
 

@@ -39,7 +39,7 @@ from typing import Callable
 import attrs
 
 from cpl.trace import Clocks, Event, Trace
-from .actions import Awaiter, DeadlinePassed
+from .actions import Awaiter, DeadlinePassed, Interrupted
 from .drive import Driver, complete, complete_async
 from .plan import Plan, prepare
 from .schedules import RANDOM, SCHEDULES
@@ -82,15 +82,17 @@ class Simulator:
     def run(self, *, seed: int = 0, args=(), values: dict | None = None,
             max_steps: int | None = None, timeout: float | None = None,
             record: bool = True, sink: Callable[[Event], None] | None = None,
-            schedule: str = RANDOM) -> RunResult:
+            schedule: str = RANDOM, before_action: Callable[[], None] | None = None
+            ) -> RunResult:
         """One seeded run to its end; ``args`` are ``"key=value"`` texts, ``values`` typed inputs.
 
         ``record`` keeps the events in ``result.trace``; ``sink`` gets each event as it
         happens (``record=False`` with a sink: constant memory however long the run).
-        ``schedule`` is one of :data:`SCHEDULES` (module docstring).
+        ``schedule`` is one of :data:`SCHEDULES` (module docstring).  ``before_action()``
+        is called before each action: a sink that batches hands its events on there.
         """
         run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink,
-                          schedule)
+                          schedule, before_action)
         deadline = None if timeout is None else time.monotonic() + timeout
         steps = run.steps(max_steps, deadline, timeout)
         with _stop_between_steps(run), Awaiter() as wait:
@@ -121,7 +123,9 @@ def _stop_between_steps(run: "_Simulation"):
     Python's default ``KeyboardInterrupt`` are taken over (SIGINT, and SIGTERM
     where ``cpl run`` maps it so), and not for runs without a sink: swapping
     handlers costs ~10 µs a run (bench P5), and an in-memory trace is
-    recounted instead (``steps``).
+    recounted instead (``steps``).  Where they are taken over, the stop is an
+    ``Interrupted``, and a ``KeyboardInterrupt`` an action raises itself is its
+    failure (``choreo.actions.own``).
     """
     taken = [] if run.sink is None or threading.current_thread() is not threading.main_thread() \
         else [s for s in (signal.SIGINT, signal.SIGTERM)
@@ -129,7 +133,7 @@ def _stop_between_steps(run: "_Simulation"):
 
     def stop(signum, frame):
         if run.driver.acting or run.interrupted:
-            raise KeyboardInterrupt
+            raise Interrupted
         run.interrupted = True
 
     for signum in taken:
@@ -145,7 +149,7 @@ class _Simulation:
     """One seeded run: the runners, the scheduler's rng, and where events go."""
 
     def __init__(self, plan: Plan, seed, inputs: dict, record: bool, sink,
-                 schedule: str = RANDOM):
+                 schedule: str = RANDOM, before_action=None):
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}; choose from "
                              f"{', '.join(SCHEDULES)}")
@@ -161,7 +165,8 @@ class _Simulation:
         self.interrupted = False  # for _stop_between_steps
         self.events: list[Event] = []
         pick, sent = self._picker(self.scheduler.random)
-        self.driver = Driver(self.runners, pick, self._emitter(), sent=sent)
+        self.driver = Driver(self.runners, pick, self._emitter(), sent=sent,
+                             before_action=before_action)
 
     def steps(self, max_steps: int | None, deadline: float | None, timeout):
         """The run, as a generator: yields each awaitable an action returns, takes its value."""
@@ -239,10 +244,8 @@ class _Simulation:
 
     def meta(self, status: str, error: str | None, steps: int) -> dict:
         """How the run ended, for the trace's ``meta``."""
-        facts = {"steps": steps, "recorded": self.recording or self.sink is not None}
-        if self.schedule != RANDOM:  # the default leaves the meta as it always was
-            facts["schedule"] = self.schedule
-        return run_meta(self.plan.name, self.seed, self.inputs, status, error, **facts)
+        return simulated_meta(self.plan, self.seed, self.inputs, status, error, steps,
+                              self.recording or self.sink is not None, self.schedule)
 
     def result(self, status: str, error: str | None, steps: int) -> RunResult:
         c = self.plan.choreography
@@ -253,3 +256,13 @@ class _Simulation:
                       header["symbols"], self.meta(status, error, steps),
                       predicates=header["predicates"])
         return RunResult(status, results, expected, trace, error, steps)
+
+
+def simulated_meta(plan: Plan, seed, inputs: dict, status: str, error: str | None, steps: int,
+                   recorded: bool, schedule: str = RANDOM) -> dict:
+    """A simulated run's ``meta``: also for a run whose simulator was stopped from outside
+    (``cpl run --sim --timeout`` kills one held by an action that never returns)."""
+    facts = {"steps": steps, "recorded": recorded}
+    if schedule != RANDOM:  # the default leaves the meta as it always was
+        facts["schedule"] = schedule
+    return run_meta(plan.name, seed, inputs, status, error, **facts)

@@ -20,12 +20,13 @@ DEADLOCK = "deadlock"  # no event can happen and some lifeline is not done
 LIMIT = "limit"  # --max-steps reached
 TIMEOUT = "timeout"  # --timeout reached
 INTERRUPTED = "interrupted"  # Ctrl-C / SIGTERM
-DIED = "died"  # a lifeline process exited or stopped answering (runtime)
+DIED = "died"  # a lifeline process exited, or went silent where nobody sees its process (runtime)
+UNRESPONSIVE = "unresponsive"  # a lifeline process alive but silent past the heartbeat window
 NOT_JOINED = "not joined"  # a lifeline never said hello within its launcher's patience (runtime)
 
-STATUSES = (OK, FAILED, DEADLOCK, LIMIT, TIMEOUT, INTERRUPTED, DIED, NOT_JOINED)
-EXIT_CODES = {OK: 0, FAILED: 1, DEADLOCK: 1, LIMIT: 1, TIMEOUT: 1, DIED: 1, NOT_JOINED: 1,
-              INTERRUPTED: 130}
+STATUSES = (OK, FAILED, DEADLOCK, LIMIT, TIMEOUT, INTERRUPTED, DIED, UNRESPONSIVE, NOT_JOINED)
+EXIT_CODES = {OK: 0, FAILED: 1, DEADLOCK: 1, LIMIT: 1, TIMEOUT: 1, DIED: 1, UNRESPONSIVE: 1,
+              NOT_JOINED: 1, INTERRUPTED: 130}
 
 
 class RunFailure(ChoreographyError):

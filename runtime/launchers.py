@@ -24,6 +24,9 @@ What every launcher guarantees (the supervisor relies on nothing else):
   launcher can observe is reported within two heartbeats (``2 * BEAT`` of
   the supervisor) of it; one it cannot (a host it does not own) is left to the
   supervisor's heartbeat silence.
+* ``alive(name)`` says whether the process is there, when the launcher can see
+  it: a silent lifeline whose process is alive is busy or stopped
+  (``unresponsive``), not dead.
 * ``stop()`` comes once the supervisor said ``stop`` and heard the last words
   it could (a lifeline held by a blocking action says none): it ends at once,
   by force, every lifeline it can, so that none writes its log any more.
@@ -45,6 +48,7 @@ import attrs
 
 from .connection import Connection, write_connections
 from .control import HELLO_TIMEOUT, JOIN_TIMEOUT
+from .lineage import Keeper, kill_group
 
 
 
@@ -59,6 +63,11 @@ class Launcher:
 
     def ended(self) -> dict[str, int | None]:
         return {}
+
+    def alive(self, name: str) -> bool | None:
+        """Whether ``name``'s process is there (running, or stopped by a signal); None: this
+        launcher cannot see it."""
+        return None
 
     def stop(self) -> None:
         pass
@@ -75,19 +84,23 @@ class Launcher:
 
 class LocalProcesses(Launcher):
     """``cpl lifeline NAME --stdin`` child processes on this host, each in its own session
-    (a terminal's Ctrl-C reaches the supervisor only).  The connection goes through the
+    and process group (a terminal's Ctrl-C reaches the supervisor only; the group is
+    killed with the lifeline).  The connection goes through the
     child's standard input, which stays open: its end (the supervisor gone, even killed
     with -9) ends the child."""
 
     def __init__(self, lifelines):
         self.lifelines = tuple(lifelines)
         self.processes: dict[str, subprocess.Popen] = {}
+        self.keeper: Keeper | None = None  # kills the groups even if we are killed
 
     def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
+        self.keeper = Keeper()
         for name, connection in drafts.items():
             process = subprocess.Popen(lifeline_command(name), stdin=subprocess.PIPE,
                                        start_new_session=True)
             self.processes[name] = process
+            self.keeper.keep(process.pid)
             with contextlib.suppress(BrokenPipeError):  # it died at once: ended() says so
                 process.stdin.write(connection.to_json().encode("utf-8") + b"\n")
                 process.stdin.flush()
@@ -96,14 +109,17 @@ class LocalProcesses(Launcher):
     def ended(self) -> dict[str, int | None]:
         return {name: p.returncode for name, p in self.processes.items() if p.poll() is not None}
 
+    def alive(self, name: str) -> bool | None:
+        process = self.processes.get(name)
+        return None if process is None else process.poll() is None
+
     def stop(self) -> None:
-        """SIGKILL every child still running, then reap them all (a lifeline's log is on
+        """SIGKILL every child's process group — the child if it still runs, and what its
+        actions started (``runtime.lineage``) — then reap them all (a lifeline's log is on
         disk event by event: nothing done is lost)."""
-        running = [p for p in self.processes.values() if p.poll() is None]
-        for process in running:
-            with contextlib.suppress(OSError):
-                process.kill()
-        for process in running:
+        for process in self.processes.values():
+            kill_group(process.pid)
+        for process in self.processes.values():
             process.wait()
 
     def close(self) -> None:
@@ -111,6 +127,8 @@ class LocalProcesses(Launcher):
         for process in self.processes.values():
             with contextlib.suppress(OSError):
                 process.stdin.close()
+        if self.keeper is not None:
+            self.keeper.close()
 
 
 class Joins(Launcher):

@@ -8,7 +8,8 @@ start-up order matters.  Control with the supervisor (:mod:`runtime.control`)
 is a DEALER to the supervisor's ROUTER: ``Hello``/``Start`` at the
 rendezvous, ``State``/``Probe`` for deadlock detection, ``Stop`` to finish,
 and heartbeats both ways — from a thread of their own, so a long synchronous
-action does not look like a dead process.  With CURVE (the default) the
+action does not look like a dead process (one holding the interpreter's lock
+throughout is ``unresponsive``).  With CURVE (the default) the
 inbox accepts only this run's keys and the ZAP handler names each frame's
 real sender, which must match the frame's ``sender``.
 
@@ -34,7 +35,7 @@ import time
 import zmq
 
 from choreo import load_one
-from choreo.actions import Background
+from choreo.actions import Background, Interrupted
 from choreo.fingerprint import fingerprint
 from choreo.local import expected_messages, recipients
 from choreo.drive import Driver, complete
@@ -45,6 +46,7 @@ from cpl.trace import encode_json
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
 from .control import (BEAT, FROM_SUPERVISOR, IDLE, LOG_BATCH, SUPERVISOR_SILENCE, Beat, Hello,
                       Log, Probe, Start, State, Stop, decode, routing_id, send)
+from .lineage import die_with_parent
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
@@ -58,15 +60,19 @@ class EventLog:
     def __init__(self, path: str):
         self._descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
                                    0o600)
+        os.register_at_fork(after_in_child=self.close)  # a forked copy writes nothing here
 
     def write(self, event) -> None:
-        os.write(self._descriptor, (_line(event) + "\n").encode("utf-8"))
+        if self._descriptor >= 0:
+            os.write(self._descriptor, (_line(event) + "\n").encode("utf-8"))
 
     def ship(self, control) -> None:
         pass  # on this host's disk already, where the supervisor reads it
 
     def close(self) -> None:
-        os.close(self._descriptor)
+        if self._descriptor >= 0:
+            os.close(self._descriptor)
+            self._descriptor = -1
 
 
 class ShippedLog:
@@ -79,6 +85,10 @@ class ShippedLog:
         self._lines: list[str] = []
         self._bytes = 0
         self._control = None
+        os.register_at_fork(after_in_child=self._mute)
+
+    def _mute(self) -> None:  # a forked copy ships nothing: the sockets are the lifeline's
+        self.write = self.ship = lambda *_: None
 
     def write(self, event) -> None:
         line = _line(event)
@@ -145,6 +155,8 @@ class LifelineProcess:
             sockets.append(made)
             return made
         signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+        signal.signal(signal.SIGINT, _interrupted)  # a KeyboardInterrupt of an action's own
+        # is then its failure (choreo.actions.own), not a stop
         try:
             inbox = socket(zmq.PULL)
             secure_server(inbox, keys)
@@ -347,10 +359,17 @@ class _Heartbeat:
         self._socket.close(0)
 
 
+def _interrupted(*_) -> None:
+    raise Interrupted
+
+
 def main(connection: Connection, watch_stdin: bool) -> int:
-    """Run the lifeline; with ``watch_stdin`` the end of standard input (the supervisor's
-    pipe) ends the process: a supervisor killed with -9 leaves no lifeline behind."""
-    if watch_stdin:
+    """Run the lifeline; with ``watch_stdin`` it dies with the supervisor (at once on Linux,
+    else at the end of standard input, the supervisor's pipe), and the supervisor's keeper
+    kills its process group (:mod:`runtime.lineage`): a supervisor killed with -9 leaves
+    nothing behind."""
+    if watch_stdin:  # started by cpl run: its child, leading a process group of its own
+        die_with_parent()
         threading.Thread(target=_exit_on_eof, name="cpl-parent", daemon=True).start()
     return LifelineProcess(connection).serve()
 

@@ -7,7 +7,9 @@ lifeline from its ``hello`` on, sends ``start`` with all inbox addresses once
 every lifeline said hello, and then watches (every control frame taken from
 the lifeline whose key signed it, :mod:`runtime.control`):
 
-* a lifeline whose process exits, or whose heartbeats stop, has **died**;
+* a lifeline whose process exits, or whose heartbeats stop where no launcher
+  sees its process, has **died**; one whose process is alive but silent past
+  the heartbeat window is **unresponsive**;
 * a lifeline that has not said hello when its launcher's patience is over
   has **not joined**;
 * every lifeline ended → **ok**, or **failed** if one of them failed;
@@ -36,7 +38,7 @@ import zmq
 
 from choreo.fingerprint import fingerprint
 from choreo.status import (DEADLOCK, DIED, FAILED, INTERRUPTED, NOT_JOINED, OK, TIMEOUT,
-                           deadlocked, run_meta, timed_out)
+                           UNRESPONSIVE, deadlocked, run_meta, timed_out)
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat, Hello, Log, Probe, Refused,
                       Start, State, Stop, heard, quiet, send)
@@ -234,7 +236,10 @@ class Supervisor:
                     and now - self.joining[name][0] > self.joining[name][1]]
             return self._not_joined(late) if late else None
         for name in self.lifelines:  # silent since the start: waiting for a join was no silence
-            if now - max(self.beats.get(name, now), self.started_at) > SILENCE:
+            silent = now - max(self.beats.get(name, now), self.started_at)
+            if silent > SILENCE:
+                if any(launcher.alive(name) for launcher in self.launchers):
+                    return self._unresponsive(name, silent)
                 return self._died(name, None, f"no heartbeat for {SILENCE:g} s")
         ends = [self.reports.get(name) for name in self.lifelines]
         failed = [r for r in ends if r is not None and r.status == FAILED]
@@ -274,6 +279,15 @@ class Supervisor:
                              if signal_number else f" (exit status {code})" if code else ""))
         meta["died"] = {"lifeline": name, "exit": None if signal_number else code,
                         "signal": signal_number}
+        return meta
+
+    def _unresponsive(self, name: str, silent: float) -> dict:
+        """Its process is there but says nothing (an action holding the interpreter's lock,
+        SIGSTOP): not dead, and the run cannot go on with it either."""
+        meta = self._meta(UNRESPONSIVE, f"lifeline {name} is unresponsive: its process is "
+                          f"alive but silent for {silent:.1f} s (an action holding the "
+                          f"interpreter, or a stopped process)")
+        meta["unresponsive"] = {"lifeline": name, "silent": round(silent, 1)}
         return meta
 
     def _not_joined(self, names: list[str]) -> dict:

@@ -23,6 +23,7 @@ from cpl.errors import TraceError
 from .arguments import (add_choreography, add_command, add_inputs, add_max_steps, add_schedule,
                         add_seed)
 from .usage import UsageError
+from ..lineage import Sweep
 
 
 def cmd_run(args) -> int:
@@ -70,18 +71,23 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     write = writer.write if writer else None
     # Leaving the block without close() (an error of ours, a second Ctrl-C) still ends
     # the trace, as failed or interrupted.
-    with writer or contextlib.nullcontext():
+    with writer or contextlib.nullcontext(), Sweep():  # no process of the run outlives it
         if args.sim:
             from choreo.schedules import RANDOM
             from choreo.simulate import Simulator
+            from ..watchdog import simulate_watched
             # SIGTERM ends a simulated run as Ctrl-C does (interrupted, 130), like a
             # process run's supervisor: the trace says so instead of stopping mid-line.
             signal.signal(signal.SIGTERM, signal.default_int_handler)
-            result = Simulator.of(plan).run(seed=args.seed, values=inputs,
-                                            max_steps=args.max_steps, timeout=args.timeout,
-                                            record=False, sink=write,
-                                            schedule=args.schedule or RANDOM)
-            meta, results = dict(result.trace.meta), result.results
+            if args.timeout is not None:  # kept even by an action that never returns
+                meta, results = simulate_watched(plan, seed=args.seed, values=inputs,
+                                                 max_steps=args.max_steps, timeout=args.timeout,
+                                                 sink=write, schedule=args.schedule or RANDOM)
+            else:
+                result = Simulator.of(plan).run(  # a sink even without a trace: Ctrl-C
+                    seed=args.seed, values=inputs, max_steps=args.max_steps, record=False,
+                    sink=write or _unwritten, schedule=args.schedule or RANDOM)  # is told apart
+                meta, results = dict(result.trace.meta), result.results
         else:
             from ..launchers import launchers_for
             from ..supervisor import Supervisor
@@ -111,6 +117,11 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     if args.render:
         code = _render_run(trace_path, args.render, render_format) or code
     return code
+
+
+def _unwritten(event) -> None:
+    """The sink of a simulated run without ``--trace``: with a sink, the simulator tells a
+    Ctrl-C from a ``KeyboardInterrupt`` an action raises (``choreo.actions.own``)."""
 
 
 def _render_format(path: str | None) -> str | None:
