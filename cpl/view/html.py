@@ -1,11 +1,12 @@
 """The HTML viewer: one self-contained page with the MSC, the trace and a little script.
 
-The page is the graphviz SVG inline, the trace and what the script needs as
-JSON data blocks, and the script and style inline — no network, no CDN, no
-external URL.  Hover an event for its id, local index, vector clock, store and
-payload; click one (a choice, above all) for its causal past, the latest event
-of each lifeline it saw, and the explanation of its guard; hide lifelines with
-the check boxes.
+The page is the graphviz SVG inline, the trace (its header and the events of
+the drawn rows only: a window of a huge run is a small page, and its notes say
+what is left out) and what the script needs as JSON data blocks, and the
+script and style inline — no network, no CDN, no external URL.  Hover an
+event for its id, local index, vector clock, store and payload; click one (a
+choice, above all) for its causal past, the latest event of each lifeline it
+saw, and the explanation of its guard; hide lifelines with the check boxes.
 
 Everything in the trace is hostile data.  JSON goes into ``<script
 type="application/json">`` with ``<``, ``>``, ``&`` and ``/`` escaped, so no
