@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from ..trace import Trace
 from .layout import MAX_ROWS, layout, placed
 from .window import NoSuchEvent, collect
 
@@ -38,7 +37,7 @@ def render_parts(source, form: str, highlight: str | None = None, max_rows: int 
     if form == "html":
         from .html import page
         svg = dot.render(drawn, "svg").decode("utf-8")
-        schema = None if isinstance(source, Trace) else source.schema(predicates)
+        schema = source.schema(predicates)  # the whole trace's, read: not the kept slice's
         yield page(window, drawn, svg, predicates, schema).encode("utf-8")
     else:
         yield dot.render(drawn, form)
