@@ -2,11 +2,15 @@
 
 :mod:`.reference` follows the semantics word by word (the oracle the
 monitors are tested against, and ``cpl eval --engine reference``);
-:func:`explain` says why a guard held or not at one event.
+:func:`explain` says why a guard held or not at one event, and
+:func:`explain_stream` says it from a ``.jsonl`` stream keeping only its last
+events (:class:`Recent`).
 """
 
 from .explain import ExplainError, Explainer, explain
-from .reference import Evaluator, evaluate, evaluate_all, recheck, vector_clocks
+from .recent import Recent, explain_stream
+from .reference import (BeyondSlice, Evaluator, Horizon, evaluate, evaluate_all, recheck,
+                        vector_clocks)
 
-__all__ = ["Evaluator", "ExplainError", "Explainer", "evaluate", "evaluate_all", "explain",
-           "recheck", "vector_clocks"]
+__all__ = ["BeyondSlice", "Evaluator", "ExplainError", "Explainer", "Horizon", "Recent",
+           "evaluate", "evaluate_all", "explain", "explain_stream", "recheck", "vector_clocks"]

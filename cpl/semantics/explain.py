@@ -18,7 +18,7 @@ import attrs
 
 from ..lang import ast, check, Registry, literal_text, term_text, to_text
 from ..trace import Trace
-from .reference import UNDEFINED, Evaluator
+from .reference import UNDEFINED, BeyondSlice, Evaluator, Horizon
 
 MAX_STEPS = 400  # steps shown in full; later ones are cut with a note
 _LISTED = 5  # event ids listed in a note before "and N more"
@@ -163,12 +163,18 @@ def explain(trace: Trace, event_id: str, guard: str | None = None,
 
 class Explainer:
     """Explains many events of one trace: the vector clocks are computed once, and each
-    guard text is checked once, so its values are memoised across events."""
+    guard text is checked once, so its values are memoised across events.
 
-    def __init__(self, trace: Trace, predicates: Registry | None = None):
+    ``trace`` may be a slice of a longer one (``cpl.semantics.recent``): ``horizon`` says
+    what lies outside it, ``schema`` is the whole trace's; an explanation that needs an
+    event before the slice raises ``BeyondSlice``."""
+
+    def __init__(self, trace: Trace, predicates: Registry | None = None,
+                 horizon: Horizon | None = None, schema=None):
         self.trace = trace
-        self.evaluator = Evaluator(trace, predicates)
-        self.schema = trace.schema(predicates)
+        self.horizon = horizon or Horizon()
+        self.evaluator = Evaluator(trace, predicates, self.horizon.before)
+        self.schema = schema if schema is not None else trace.schema(predicates)
         self.checked: dict[str, object] = {}
 
     def explain(self, event_id: str, guard: str | None = None) -> Explanation:
@@ -189,7 +195,7 @@ class Explainer:
         checked = self.checked.get(guard)
         if checked is None:
             checked = self.checked[guard] = check(guard, self.schema)
-        steps = _Steps(trace, self.evaluator)
+        steps = _Steps(trace, self.evaluator, self.horizon)
         step = steps.step(checked.formula, index)
         recorded = event.outcome if event.guard == checked.canonical else None
         frontier = {lane: _id_or_none(trace, self.evaluator.last(lane, index))
@@ -219,19 +225,22 @@ class _Steps:
     """Builds the steps of one explanation; ``ev`` answers every question of value and
     order."""
 
-    def __init__(self, trace: Trace, evaluator: Evaluator):
+    def __init__(self, trace: Trace, evaluator: Evaluator, horizon: Horizon):
         self.trace = trace
         self.ev = evaluator
+        self.horizon = horizon
         self.seen: set[tuple[int, int]] = set()
         self.count = 0
 
     def id(self, index: int) -> str:
         return self.trace.events[index].id
 
-    def ids(self, indices) -> str:
-        indices = list(indices)
-        listed = ", ".join(shown(self.id(i)) for i in indices[:_LISTED])
-        more = len(indices) - _LISTED
+    def ids(self, indices, later: tuple[int, tuple[str, ...]] = (0, ())) -> str:
+        """The first ids of ``indices`` and then of ``later`` (a count and the first ids of
+        events past the slice), and how many more there are."""
+        names = [self.id(i) for i in list(indices)[:_LISTED]] + list(later[1])
+        listed = ", ".join(shown(name) for name in names[:_LISTED])
+        more = len(indices) + later[0] - _LISTED
         return listed + (f" and {more} more" if more > 0 else "")
 
     def step(self, node, e: int) -> Step:
@@ -260,7 +269,7 @@ class _Steps:
         if kind in (ast.At, ast.Seen):
             return self._at(node, e)
         if kind is ast.Prev:
-            f = self.trace.previous(e)
+            f = self.ev.previous(e)
             if f is None:
                 return "no previous event on this lifeline", None, [], []
             return f"previous event {shown(self.id(f))}", self.id(f), [self.step(node.body, f)], []
@@ -276,10 +285,12 @@ class _Steps:
         lane = node.lifeline
         f = self.ev.last(lane, e)
         hidden = self.trace.local_events(lane)[self.ev.visible(lane, e):]
-        unseen = (f"; not visible here: {self.ids(hidden)}" if hidden else "")
+        later = self.horizon.after.get(lane, (0, ()))
+        unseen = (f"; not visible here: {self.ids(hidden, later)}" if hidden or later[0]
+                  else "")
         if f is None:
             return f"no event of {shown(lane)} is visible here{unseen}", None, [], []
-        position = self.trace.local_index()[f] + 1
+        position = self.trace.local_index()[f] + 1 + self.horizon.before.get(lane, 0)
         why = f"latest visible event of {shown(lane)} is {shown(self.id(f))} (its #{position}){unseen}"
         children = [self.step(node.body, f)] if isinstance(node, ast.At) else []
         return why, self.id(f), children, []
@@ -287,10 +298,10 @@ class _Steps:
     def _since(self, node, e: int):
         """The witness where the right side last held, or the event that broke it, or none."""
         left, right = to_text(node.left), to_text(node.right)
-        past = list(self.ev.local_past_latest_first(e))
-        for n, g in enumerate(past):
+        past = self.ev.local_past_latest_first(e)  # walked lazily: a slice ends somewhere
+        later: list[int] = []
+        for g in past:
             if self.ev.holds(node.right, g):
-                later = past[:n]
                 why = f"{_short(right, 60)} held at {shown(self.id(g))}"
                 why += (f"; {_short(left, 60)} held at every later event ({self.ids(later[::-1])})"
                         if later else " (this event)")
@@ -298,28 +309,34 @@ class _Steps:
                     [self.step(node.left, later[0])] if later else [])
                 return why, self.id(g), children, []
             if not self.ev.holds(node.left, g):
-                earlier = next((f for f in past[n + 1:] if self.ev.holds(node.right, f)), None)
+                earlier = next((f for f in past if self.ev.holds(node.right, f)), None)
                 why = f"{_short(left, 60)} is false at {shown(self.id(g))}"
                 why += (f", after {_short(right, 60)} last held at {shown(self.id(earlier))}"
                         if earlier is not None else f", and {_short(right, 60)} never held")
                 children = [self.step(node.left, g)] + (
                     [self.step(node.right, earlier)] if earlier is not None else [])
                 return why, self.id(g), children, []
+            later.append(g)
         return (f"{_short(right, 60)} never held on this lifeline up to here "
-                f"({len(past)} event{'s' if len(past) != 1 else ''})"), None, [], []
+                f"({len(later)} event{'s' if len(later) != 1 else ''})"), None, [], []
 
     def _quantifier(self, node, e: int):
         """O and P: the latest witness; H: the latest counter-example."""
         if isinstance(node, ast.Past):
-            scope, where = self.ev.causal_past(e)[::-1], "visible event"
-        else:
-            scope, where = list(self.ev.local_past_latest_first(e)), "event of this lifeline"
+            scope, where = reversed(self.ev.causal_past(e)), "visible event"
+        else:  # walked lazily: a slice ends somewhere
+            scope, where = self.ev.local_past_latest_first(e), "event of this lifeline"
         wanted = not isinstance(node, ast.Hist)  # H looks for a counter-example
         body = _short(to_text(node.body), 60)
-        found = next((f for f in scope if self.ev.holds(node.body, f) == wanted), None)
+        found, count = None, 0
+        for f in scope:
+            count += 1
+            if self.ev.holds(node.body, f) == wanted:
+                found = f
+                break
         if found is None:
             verb = "holds at every" if isinstance(node, ast.Hist) else "holds at no"
-            return f"{body} {verb} {where} ({len(scope)})", None, [], []
+            return f"{body} {verb} {where} ({count})", None, [], []
         verb = "holds" if wanted else "is false"
         return (f"{body} {verb} at {shown(self.id(found))}", self.id(found),
                 [self.step(node.body, found)], [])
@@ -337,12 +354,15 @@ class _Steps:
         if value is UNDEFINED:
             return Term(text, False, source=self.id(f), why=f"{term.name} is unset {where}")
         setter = self._setter(f, term.name)
-        origin = (f"set at {shown(self.id(setter))}" if setter is not None
-                  else "from the initial store")
-        return Term(text, True, value, self.id(f), None if setter is None else self.id(setter),
-                    f"{origin}, read {where}")
+        origin = f"set at {shown(setter)}" if setter is not None else "from the initial store"
+        return Term(text, True, value, self.id(f), setter, f"{origin}, read {where}")
 
-    def _setter(self, f: int, name: str) -> int | None:
-        """The latest event on f's lifeline, up to f, whose ``set`` assigns ``name``."""
-        return next((g for g in self.ev.local_past_latest_first(f)
-                     if name in self.trace.events[g].set), None)
+    def _setter(self, f: int, name: str) -> str | None:
+        """The id of the latest event on f's lifeline, up to f, whose ``set`` assigns
+        ``name`` (before the slice: as its horizon recorded it)."""
+        try:
+            return next((self.id(g) for g in self.ev.local_past_latest_first(f)
+                         if name in self.trace.events[g].set), None)
+        except BeyondSlice:
+            lane = self.trace.events[f].lifeline
+            return self.horizon.setters.get(lane, {}).get(name)

@@ -34,7 +34,9 @@ and quadratic in the worst case (the quantifiers scan the past at each event).
 from __future__ import annotations
 
 from array import array
-from typing import Iterable, Iterator
+from typing import Iterable, Iterator, Mapping
+
+import attrs
 
 from ..lang import ast, DEFAULT, Registry, COMPARE
 from ..errors import EvaluationError
@@ -50,14 +52,35 @@ class _Undefined:
 
 UNDEFINED = _Undefined()
 
+
+class BeyondSlice(LookupError):
+    """The evaluation needs an event from before the slice of the trace it was given."""
+
+
+@attrs.frozen
+class Horizon:
+    """What lies outside a slice of a trace, per lifeline: how many of its events come
+    before the slice, the id of the latest of them that set each variable, and (count,
+    first ids) of the events after it."""
+
+    before: Mapping[str, int] = attrs.field(factory=dict)
+    after: Mapping[str, tuple[int, tuple[str, ...]]] = attrs.field(factory=dict)
+    setters: Mapping[str, Mapping[str, str]] = attrs.field(factory=dict)
+
 _UNKNOWN, _FALSE, _TRUE = 0, 1, 2  # memo cells: one byte per (subformula, event)
 
 
 class Evaluator:
-    """``e ⊨ φ`` for the events of one trace; reuse it to evaluate many formulas."""
+    """``e ⊨ φ`` for the events of one trace; reuse it to evaluate many formulas.
 
-    def __init__(self, trace: Trace, predicates: Registry | None = None):
+    ``before``: when ``trace`` is a slice (its last events, its ``init`` the stores where
+    it starts), how many events of each lifeline precede it; a walk that would go
+    there raises ``BeyondSlice`` rather than answer from too little.
+    """
+
+    def __init__(self, trace: Trace, predicates: Registry | None = None, before=None):
         self.trace = trace
+        self.before = before or {}
         self.predicates = predicates if predicates is not None else DEFAULT
         self._values = trace.valuations()
         self._lifeline = [event.lifeline for event in trace.events]
@@ -87,16 +110,33 @@ class Evaluator:
             events = self.trace.local_events(lifeline)
             for position in range(self.visible(lifeline, e) - 1, -1, -1):
                 yield events[position]
+            self._edge(lifeline)
 
     def last(self, lifeline: str, e: int) -> int | None:
         """``last_B(e)``: the latest event of B with ``last_B(e) ≤ e``, or None."""
         count = self.visible(lifeline, e)
+        if not count:
+            self._edge(lifeline)
         return self.trace.local_events(lifeline)[count - 1] if count else None
+
+    def previous(self, e: int) -> int | None:
+        """``prev(e)``, or None at the start of its lifeline."""
+        found = self.trace.previous(e)
+        if found is None:
+            self._edge(self._lifeline[e])
+        return found
 
     def local_past_latest_first(self, e: int) -> Iterator[int]:
         events = self.trace.local_events(self._lifeline[e])
         for position in range(self._position[e], -1, -1):
             yield events[position]
+        self._edge(self._lifeline[e])
+
+    def _edge(self, lifeline: str) -> None:
+        """A walk down ``lifeline`` reached the start of the slice: it is the trace's start,
+        or the walk needs more than the slice holds."""
+        if self.before.get(lifeline):
+            raise BeyondSlice(lifeline)
 
     # ------------------------------------------------------------ terms
 
@@ -135,7 +175,7 @@ class Evaluator:
             f = self.last(node.lifeline, e)
             return f is not None and self.holds(node.body, f)
         if kind is ast.Prev:  # prev(e) exists and prev(e) ⊨ φ
-            f = self.trace.previous(e)
+            f = self.previous(e)
             return f is not None and self.holds(node.body, f)
         if kind is ast.Since:
             # some f on A, f ≤ e, f ⊨ ψ, and every g on A with f < g ≤ e has g ⊨ φ.

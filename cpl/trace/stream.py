@@ -274,13 +274,12 @@ class JsonLines:
 
     def schema(self, predicates=None):
         """What a guard on this trace may name.  Without declared ``vars`` the variables are
-        whatever the events assign, so that takes a first pass over the whole stream."""
+        whatever the events assign: a first pass over the stream, unless this one is read."""
         from ..lang import Schema
         names = self.vars
         if names is None:
-            first = self.again()
-            first.header()
-            for _ in first.events():
+            first = self if self.meta is not None else self.again()
+            for _ in () if first is self else first.events():
                 pass
             names = first.checker.variables()
         extra = {} if predicates is None else {"predicates": predicates}

@@ -6,26 +6,52 @@ so a recorded, hand-written or failed run draws the same way.
 
 from __future__ import annotations
 
-from ..trace import Trace
-from .layout import MAX_ROWS, layout
+from typing import Iterator
+
+from .layout import MAX_ROWS, layout, placed
+from .window import NoSuchEvent, collect
 
 FORMATS = ("svg", "png", "pdf", "dot", "html", "shiviz")
 _SUFFIXES = {**{form: form for form in FORMATS}, "htm": "html", "gv": "dot", "log": "shiviz"}
 
 
-def render(trace: Trace, form: str, highlight: str | None = None, max_rows: int = MAX_ROWS,
+def render(source, form: str, highlight: str | None = None, max_rows: int = MAX_ROWS,
            predicates=None) -> bytes:
     """The trace drawn in ``form`` (one of ``FORMATS``); ``highlight`` is an event id."""
+    return b"".join(render_parts(source, form, highlight, max_rows, predicates))
+
+
+def render_parts(source, form: str, highlight: str | None = None, max_rows: int = MAX_ROWS,
+                 predicates=None) -> Iterator[bytes]:
+    """``render`` in parts, for writing as they come: ``source`` is a ``Trace`` or a
+    ``.jsonl`` reader whose events are not read yet, and only the drawn window of it is
+    kept (``cpl.view.window``); a ShiViz log is the whole trace, a line at a time."""
     if form == "shiviz":
-        from .shiviz import shiviz_log
-        return shiviz_log(trace).encode("utf-8")
-    placed = layout(trace, highlight, max_rows)
+        from .shiviz import shiviz_lines
+        for lines in _batches(shiviz_lines(source)):
+            yield "".join(lines).encode("utf-8")
+        return
+    window = collect(source, highlight, max_rows)
+    drawn = placed(window)
     from . import dot
     if form == "html":
         from .html import page
-        svg = dot.render(placed, "svg").decode("utf-8")
-        return page(trace, placed, svg, predicates).encode("utf-8")
-    return dot.render(placed, form)
+        svg = dot.render(drawn, "svg").decode("utf-8")
+        schema = source.schema(predicates)  # the whole trace's, read: not the kept slice's
+        yield page(window, drawn, svg, predicates, schema).encode("utf-8")
+    else:
+        yield dot.render(drawn, form)
+
+
+def _batches(lines: Iterator[str], size: int = 4096) -> Iterator[list[str]]:
+    batch = []
+    for line in lines:
+        batch.append(line)
+        if len(batch) >= size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
 
 
 def format_of(path: str) -> str | None:
@@ -33,4 +59,5 @@ def format_of(path: str) -> str | None:
     return _SUFFIXES.get(path.rsplit(".", 1)[-1].lower()) if "." in path else None
 
 
-__all__ = ["FORMATS", "MAX_ROWS", "format_of", "layout", "render"]
+__all__ = ["FORMATS", "MAX_ROWS", "NoSuchEvent", "format_of", "layout", "render",
+           "render_parts"]

@@ -1,11 +1,12 @@
 """The HTML viewer: one self-contained page with the MSC, the trace and a little script.
 
-The page is the graphviz SVG inline, the trace and what the script needs as
-JSON data blocks, and the script and style inline — no network, no CDN, no
-external URL.  Hover an event for its id, local index, vector clock, store and
-payload; click one (a choice, above all) for its causal past, the latest event
-of each lifeline it saw, and the explanation of its guard; hide lifelines with
-the check boxes.
+The page is the graphviz SVG inline, the trace (its header and the events of
+the drawn rows only: a window of a huge run is a small page, and its notes say
+what is left out) and what the script needs as JSON data blocks, and the
+script and style inline — no network, no CDN, no external URL.  Hover an
+event for its id, local index, vector clock, store and payload; click one (a
+choice, above all) for its causal past, the latest event of each lifeline it
+saw, and the explanation of its guard; hide lifelines with the check boxes.
 
 Everything in the trace is hostile data.  JSON goes into ``<script
 type="application/json">`` with ``<``, ``>``, ``&`` and ``/`` escaped, so no
@@ -25,10 +26,12 @@ import re
 from importlib import resources
 from typing import Mapping
 
-from ..semantics import Explainer
-from ..trace import Trace
+import attrs
+
+from ..semantics import BeyondSlice, ExplainError, Explainer
 from .dot import visible
-from .layout import Layout
+from .layout import Layout, drawn_messages
+from .window import Window
 
 MAX_EXPLAINED = 500  # choices explained in advance, at most
 
@@ -64,72 +67,68 @@ def _svg_inline(svg: str) -> str:
     return re.sub(r"\n\s*\n", "\n", svg).strip()
 
 
-def _events(trace: Trace, layout: Layout, clocks) -> list[dict]:
+def _events(window: Window, layout: Layout) -> list[dict]:
     """What the script shows of each drawn event (a fold: its first act, state after its last)."""
-    local = trace.local_index()
-    stores = trace.valuations()
+    names = window.header.lifelines
+    members: dict[int, list] = {}
+    for seen in window.kept:
+        members.setdefault(window.first(seen), []).append(seen)
     drawn = []
     for dot in layout.dots:
-        event = trace.events[dot.index]
-        position = local[dot.index]
-        members = trace.local_events(event.lifeline)[position:position + dot.count]
-        last = members[-1]
+        group = members[dot.index]
+        seen, last = group[0], group[-1]
+        event = seen.event
         item = {"index": dot.index, "id": event.id, "lifeline": event.lifeline,
-                "lane": dot.lane, "kind": dot.kind, "local": position, "count": dot.count,
-                "vc": {name: clocks[name][last] for name in trace.lifelines  # zeros left out:
-                       if clocks[name][last]},  # a wide trace would be lanes × events
-                "store": stores[last], "label": event.label}
+                "lane": dot.lane, "kind": dot.kind, "local": seen.local, "count": dot.count,
+                "vc": {name: n for name, n in zip(names, last.clock)  # zeros left out:
+                       if n},  # a wide trace would be lanes × events
+                "store": last.store, "label": event.label}
         for name in ("to", "msg", "guard", "outcome", "payload"):
             if getattr(event, name) is not None:
                 item[name] = getattr(event, name)
         if dot.count > 1:
-            item["ids"] = [trace.events[i].id for i in members]
+            item["ids"] = [member.event.id for member in group]
         drawn.append(item)
     return drawn
 
 
-def _arrows(trace: Trace, layout: Layout) -> list[dict]:
+def _arrows(window: Window, layout: Layout) -> list[dict]:
     """Each drawn message: its lanes and both ends as (lane, local index), drawn or not."""
-    local = trace.local_index()
-    lanes = {name: n for n, name in enumerate(trace.lifelines)}
+    messages = drawn_messages(window, {dot.index for dot in layout.dots})
     found = []
-    for number, arrow in enumerate(layout.arrows):
-        if arrow.send is not None:
-            send = layout.dots[arrow.send].index
-            receive = trace.receive_of(trace.events[send].msg)
-            recv = None if receive is None else trace.index_of(receive.id)
-        else:
-            recv = layout.dots[arrow.recv].index
-            send = trace.send_index(trace.events[recv].msg)
-        event = trace.events[send]
+    for number, (arrow, message) in enumerate(zip(layout.arrows, messages)):
+        send, recv = message.send, message.recv
+        event = send.event
         item = {"n": number, "from": arrow.sender_lane, "to": arrow.receiver_lane,
                 "msg": event.msg, "text": arrow.text, "transit": arrow.in_transit,
-                "send": [lanes[event.lifeline], local[send]], "sendId": event.id,
-                "recv": None if recv is None else [lanes[trace.events[recv].lifeline],
-                                                   local[recv]]}
+                "send": [send.lane, send.local], "sendId": event.id,
+                "recv": None if recv is None else [recv[1], recv[2]]}
         if recv is not None:
-            item["recvId"] = trace.events[recv].id
+            item["recvId"] = recv[3]
         if event.payload is not None:
             item["payload"] = event.payload
         found.append(item)
     return found
 
 
-def _explanations(trace: Trace, layout: Layout, explainer: Explainer) -> tuple[dict, list[str]]:
+def _explanations(window: Window, layout: Layout, explainer: Explainer) -> tuple[dict, list[str]]:
     """explain() of the drawn choices that recorded a guard (the highlighted one first),
-    at most MAX_EXPLAINED, with one evaluator; a failure becomes its message."""
-    chosen = [dot.index for dot in layout.dots if dot.kind == "choice"
-              and trace.events[dot.index].guard is not None]
+    at most MAX_EXPLAINED, with one evaluator over the events the window kept before its
+    bottom; a failure becomes its message."""
+    chosen = [dot.index for dot in layout.dots if dot.kind == "choice" and dot.guard is not None]
     if layout.highlight in chosen:
         chosen.remove(layout.highlight)
         chosen.insert(0, layout.highlight)
+    ids = {seen.index: seen.event.id for seen in window.kept}
     found = {}
     for index in chosen[:MAX_EXPLAINED]:
-        event = trace.events[index]
         try:
-            found[event.id] = explainer.explain(event.id).to_json()
+            found[ids[index]] = explainer.explain(ids[index]).to_json()
+        except (BeyondSlice, ExplainError):  # outside the events kept for the page
+            found[ids[index]] = {"error": f"needs more of the run than the page keeps; "
+                                          f"`cpl explain TRACE {ids[index]}` explains it"}
         except Exception as error:  # a missing predicate, a guard the trace cannot check…
-            found[event.id] = {"error": f"{type(error).__name__}: {error}"}
+            found[ids[index]] = {"error": f"{type(error).__name__}: {error}"}
     notes = []
     if len(chosen) > MAX_EXPLAINED:
         notes.append(f"Explanations are precomputed for {MAX_EXPLAINED} of the {len(chosen)} choices "
@@ -137,28 +136,35 @@ def _explanations(trace: Trace, layout: Layout, explainer: Explainer) -> tuple[d
     return found, notes
 
 
-def _notes(trace: Trace, layout: Layout) -> list[str]:
+def _notes(window: Window, layout: Layout) -> list[str]:
     notes = []
     if layout.skipped_before or layout.skipped_after:
-        notes.append(f"Only a window of the run is drawn: {layout.skipped_before} earlier and "
-                     f"{layout.skipped_after} later events are not shown (--max-rows).")
+        notes.append(f"Only a window of the run is drawn, and only its events are in this "
+                     f"page: {layout.skipped_before} earlier and {layout.skipped_after} later "
+                     f"events of {window.count} are left out (--max-rows, --highlight).")
     if layout.folded:
         notes.append(f"{layout.folded} local acts are folded into the boxes of their runs.")
-    if trace.in_transit():
-        notes.append(f"{len(trace.in_transit())} message(s) still in transit (dashed).")
+    if window.in_transit:
+        notes.append(f"{window.in_transit} message(s) still in transit (dashed).")
     if layout.highlight is not None:
         notes.append("Drawn with --highlight: the colours greyed in the picture stay grey.")
     return notes
 
 
-def view_data(trace: Trace, layout: Layout, predicates=None) -> dict:
+def view_data(window: Window, layout: Layout, predicates=None, schema=None) -> dict:
     """Everything the page's script reads, JSON-ready."""
-    explainer = Explainer(trace, predicates)  # its vector clocks serve the events too
-    explanations, explain_notes = _explanations(trace, layout, explainer)
+    trace, horizon = window.recent.slice(window.header)
+    explainer = Explainer(trace, predicates, horizon, schema)
+    explanations, explain_notes = _explanations(window, layout, explainer)
     return {"title": layout.title, "lifelines": list(layout.lifelines),
-            "events": _events(trace, layout, explainer.evaluator.clocks), "arrows": _arrows(trace, layout),
+            "events": _events(window, layout), "arrows": _arrows(window, layout),
             "ends": [end.lane for end in layout.ends], "highlight": layout.highlight,
-            "explanations": explanations, "notes": _notes(trace, layout) + explain_notes}
+            "explanations": explanations, "notes": _notes(window, layout) + explain_notes}
+
+
+def _document(window: Window) -> dict:
+    """The trace as a document, with only the events in the window's rows."""
+    return attrs.evolve(window.header, events=[seen.event for seen in window.kept]).to_dict()
 
 
 def _asset(name: str) -> str:
@@ -169,12 +175,14 @@ def _hash(text: str) -> str:
     return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
 
 
-def page(trace: Trace, layout: Layout, svg: str, predicates=None) -> str:
-    """The viewer: one HTML document with ``svg`` (graphviz's drawing of ``layout``) inline."""
+def page(window: Window, layout: Layout, svg: str, predicates=None, schema=None) -> str:
+    """The viewer: one HTML document with ``svg`` (graphviz's drawing of ``layout``) inline,
+    and of the trace its header and the events in the window's rows."""
     script, style = _asset("viewer.js"), _asset("viewer.css")
     policy = (f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; "
               "base-uri 'none'; form-action 'none'")
     title = html.escape(visible(layout.title or "MSC"))
+    data = view_data(window, layout, predicates, schema)
     return f"""<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -198,8 +206,8 @@ def page(trace: Trace, layout: Layout, svg: str, predicates=None) -> str:
 </aside>
 </main>
 <div id="tip" hidden></div>
-<script type="application/json" id="cpl-trace">{_json(trace.to_dict())}</script>
-<script type="application/json" id="cpl-view">{_json(view_data(trace, layout, predicates))}</script>
+<script type="application/json" id="cpl-trace">{_json(_document(window))}</script>
+<script type="application/json" id="cpl-view">{_json(data)}</script>
 <script>{script}</script>
 </body>
 </html>

@@ -15,8 +15,7 @@ from typing import Mapping
 
 import attrs
 
-from ..trace import Trace
-from ..semantics import Evaluator
+from .window import Message, Seen, Window, collect
 
 MAX_ROWS = 150  # past this the picture folds acts, then shows a window (about 5,000 px tall)
 
@@ -78,58 +77,21 @@ def _short(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _rows(trace: Trace, group: list[int]) -> list[int]:
-    """Row of every event (by its group: the events of a fold share one row)."""
-    rows = [0] * len(trace.events)
-    last_row: dict[str, int] = {}
-    send_row: dict[str, int] = {}
-    for index, event in enumerate(trace.events):
-        if group[index] != index:  # folded into an earlier act of the same run
-            rows[index] = rows[group[index]]
-            continue
-        row = last_row.get(event.lifeline, 0) + 1
-        if event.kind == "recv" and event.msg in send_row:
-            row = max(row, send_row[event.msg] + 1)
-        rows[index] = row
-        last_row[event.lifeline] = row
-        if event.kind == "send":
-            send_row[event.msg] = row
-    return rows
-
-
-def _groups(trace: Trace, fold: bool) -> list[int]:
-    """For each event, the index of the first act of the run of local acts it belongs to."""
-    group = list(range(len(trace.events)))
-    if not fold:
-        return group
-    run_start: dict[str, int | None] = {}
-    for index, event in enumerate(trace.events):
-        start = run_start.get(event.lifeline)
-        if event.kind == "act":
-            if start is None:
-                run_start[event.lifeline] = index
-            else:
-                group[index] = start
-        else:
-            run_start[event.lifeline] = None
-    return group
-
-
-def _title(trace: Trace) -> str:
-    meta = trace.meta or {}
+def _title(meta, count: int) -> str:
+    meta = meta or {}
     parts = [str(meta["choreography"])] if isinstance(meta.get("choreography"), str) else []
     if isinstance(meta.get("seed"), int) and not isinstance(meta.get("seed"), bool):
         parts.append(f"seed {meta['seed']}")
-    parts.append(f"{len(trace.events)} events")
+    parts.append(f"{count} events")
     if isinstance(meta.get("status"), str):
         parts.append(meta["status"] if not isinstance(meta.get("error"), str)
                      else f"{meta['status']}: {_short(meta['error'], 120)}")
     return " · ".join(parts)
 
 
-def _ends(trace: Trace, lanes: Mapping[str, int], last_row: Mapping[str, int]) -> list[End]:
+def _ends(meta, lanes: Mapping[str, int], last_row: Mapping[str, int]) -> list[End]:
     """Where a died or stopped lifeline ended (meta is the recorder's word: checked here)."""
-    meta = trace.meta or {}
+    meta = meta or {}
     status = meta.get("status")
     if not isinstance(status, str) or status in ("ok", ""):
         return []
@@ -144,68 +106,55 @@ def _ends(trace: Trace, lanes: Mapping[str, int], last_row: Mapping[str, int]) -
             for name, lane in lanes.items()]
 
 
-def layout(trace: Trace, highlight: str | None = None, max_rows: int = MAX_ROWS) -> Layout:
-    """Place every event and message of ``trace``; ``highlight`` is an event id."""
-    events = trace.events
-    lanes = {name: n for n, name in enumerate(trace.lifelines)}
-    focus = trace.index_of(highlight) if highlight is not None else None
-    group = _groups(trace, False)
-    rows = _rows(trace, group)
-    folded = 0
-    if max_rows and rows and max(rows) > max_rows:
-        group = _groups(trace, True)
-        rows = _rows(trace, group)
-        folded = sum(1 for index, first in enumerate(group) if first != index)
-    top, bottom = 1, max(rows, default=0)
-    if max_rows and bottom > max_rows:
-        centre = rows[focus] + max_rows // 4 if focus is not None else bottom
-        bottom = min(bottom, max(centre, max_rows))
-        top = bottom - max_rows + 1
-    shown = [index for index in range(len(events))
-             if group[index] == index and top <= rows[index] <= bottom]
+def layout(source, highlight: str | None = None, max_rows: int = MAX_ROWS) -> Layout:
+    """Place the drawn events and messages of ``source`` (a ``Trace``, or a ``.jsonl``
+    reader whose events are not read yet); ``highlight`` is an event id."""
+    return placed(collect(source, highlight, max_rows))
 
-    past, evaluator = _past(trace, focus)
-    frontier = set()
-    if evaluator is not None:
-        frontier = {evaluator.last(name, focus) for name in trace.lifelines} - {None}
-    counts: dict[int, int] = {}
-    for index, first in enumerate(group):
-        counts[first] = counts.get(first, 0) + 1
-    dots, dot_of = [], {}
-    for index in shown:
-        event = events[index]
-        count = counts[index]
-        kind = "fold" if count > 1 else event.kind
-        dot_of[index] = len(dots)
-        in_past = None if past is None else bool(past[index])
-        dots.append(Dot(index, count, lanes[event.lifeline], rows[index] - top + 1, kind,
+
+def placed(window: Window) -> Layout:
+    """The layout of a collected window: its rows renumbered from 1, acts folded into
+    their runs' first, and the highlighted event's causal past marked."""
+    lanes = {name: n for n, name in enumerate(window.header.lifelines)}
+    focus = None if window.focus is None else window.focus.clock
+    members: dict[int, list[Seen]] = {}
+    for seen in window.kept:
+        members.setdefault(window.first(seen), []).append(seen)
+    dots, dot_of, last_row = [], {}, {}
+    for first, group in members.items():
+        seen, event, count = group[0], group[0].event, len(group)
+        row = window.row(seen) - window.top + 1
+        dot_of[first] = len(dots)
+        last_row[event.lifeline] = row
+        frontier = focus is not None and any(s.local == focus[s.lane] - 1 for s in group)
+        in_past = None if focus is None else any(s.in_past(focus) for s in group)
+        dots.append(Dot(first, count, seen.lane, row, "fold" if count > 1 else event.kind,
                         _dot_text(event, count), event.guard, event.outcome, in_past,
-                        index in frontier))
-    for index, first in enumerate(group):  # a highlight inside a fold marks the fold
-        if first != index and first in dot_of and past is not None and past[index]:
-            d = dot_of[first]
-            dots[d] = attrs.evolve(dots[d], past=True, frontier=dots[d].frontier or index in frontier)
-    arrows = _arrows(trace, dot_of, lanes, past)
-    last_row = {}
-    for index in shown:
-        last_row[events[index].lifeline] = rows[index] - top + 1
-    ends = _ends(trace, lanes, last_row) if bottom == max(rows, default=0) else []
-    skipped_before = sum(1 for r in rows if r < top)
-    skipped_after = sum(1 for r in rows if r > bottom)
-    return Layout(tuple(trace.lifelines), tuple(dots), tuple(arrows), tuple(ends),
-                  bottom - top + 1 if events else 0, _title(trace), focus,
-                  skipped_before, skipped_after, folded)
+                        frontier))
+    arrows = []
+    for message in drawn_messages(window, dot_of):
+        send, recv = message.send, message.recv
+        send_dot = dot_of.get(send.index)
+        recv_dot = None if recv is None else dot_of.get(recv[0])
+        in_past = None if focus is None else send.in_past(focus) and (
+            recv is None or recv[2] < focus[recv[1]])
+        arrows.append(Arrow(send_dot, recv_dot, send.lane, lanes[send.event.to],
+                            _short(send.event.label or send.event.msg, 32), recv is None,
+                            in_past))
+    ends = _ends(window.header.meta, lanes, last_row) if window.bottom == window.last_row else []
+    return Layout(tuple(window.header.lifelines), tuple(dots), tuple(arrows), tuple(ends),
+                  window.bottom - window.top + 1 if window.count else 0,
+                  _title(window.header.meta, window.count),
+                  None if window.focus is None else window.focus.index,
+                  window.skipped_before, window.skipped_after, window.folds)
 
 
-def _past(trace: Trace, focus: int | None):
-    """(per event: is it in the focus's causal past, the evaluator), or (None, None)."""
-    if focus is None:
-        return None, None
-    evaluator = Evaluator(trace)
-    marks = bytearray(len(trace.events))
-    for index in evaluator.causal_past_unordered(focus):
-        marks[index] = 1
-    return marks, evaluator
+def drawn_messages(window: Window, dots) -> list[Message]:
+    """The messages drawn as arrows, in their order: those with a drawn end (``dots``: the
+    drawn events' trace indices) between two of the trace's lifelines."""
+    lanes = set(window.header.lifelines)
+    return [m for m in window.messages if m.send.event.to in lanes and (
+        m.send.index in dots or (m.recv is not None and m.recv[0] in dots))]
 
 
 def _dot_text(event, count: int) -> str:
@@ -217,25 +166,3 @@ def _dot_text(event, count: int) -> str:
     if event.kind == "act":
         return _short(event.label or event.id, 40)
     return ""  # a send or receive: its arrow carries the label
-
-
-def _arrows(trace: Trace, dot_of: Mapping[int, int], lanes, past) -> list[Arrow]:
-    arrows = []
-    for index, event in enumerate(trace.events):
-        if event.kind != "send":
-            continue
-        receive = trace.receive_of(event.msg)
-        recv_index = None if receive is None else trace.index_of(receive.id)
-        send_dot = dot_of.get(index)
-        recv_dot = None if recv_index is None else dot_of.get(recv_index)
-        if send_dot is None and recv_dot is None:
-            continue  # wholly outside the window
-        if send_dot is None and receive is None:
-            continue
-        if event.to not in lanes:
-            continue
-        in_past = None if past is None else bool(past[index] and (
-            recv_index is None or past[recv_index]))
-        arrows.append(Arrow(send_dot, recv_dot, lanes[event.lifeline], lanes[event.to],
-                            _short(event.label or event.msg, 32), receive is None, in_past))
-    return arrows

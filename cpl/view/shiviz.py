@@ -2,10 +2,10 @@
 
 The file begins with ShiViz's parser expression and an empty delimiter line,
 so it can be uploaded as is.  Clocks are computed from the trace's edges (the
-reference evaluator's vector clocks), not copied from recorded ``vc``s, so a
-hand-written trace gets them too.  ShiViz's host is ``\\S*``: whitespace (or a
-control character) in a lifeline name becomes ``_`` (made unique if two names
-then collide).
+reference evaluator's definition, as the events stream by), not copied from
+recorded ``vc``s, so a hand-written trace gets them too.  ShiViz's host is
+``\\S*``: whitespace (or a control character) in a lifeline name becomes ``_``
+(made unique if two names then collide).
 """
 
 from __future__ import annotations
@@ -13,8 +13,9 @@ from __future__ import annotations
 import json
 import re
 
+from typing import Iterator
+
 from ..trace import Trace
-from ..semantics import vector_clocks
 
 PARSER = r"(?<event>.*)\n(?<host>\S*) (?<clock>{.*})"
 
@@ -43,10 +44,26 @@ def _line(text: str) -> str:
 
 
 def shiviz_log(trace: Trace) -> str:
-    hosts = host_names(trace.lifelines)
-    clocks = vector_clocks(trace)
-    out = [PARSER, ""]
-    for index, event in enumerate(trace.events):
+    return "".join(shiviz_lines(trace))
+
+
+def shiviz_lines(source) -> Iterator[str]:
+    """The log a line at a time (each ending in a newline): ``source`` is a ``Trace`` or a
+    ``.jsonl`` reader, read once, keeping one clock per lifeline and per message in transit."""
+    hosts = host_names(source.lifelines)
+    clocks: dict[str, dict[str, int]] = {}
+    sent: dict[str, dict[str, int]] = {}
+    yield PARSER + "\n"
+    yield "\n"
+    for event in source.events if isinstance(source, Trace) else source.events():
+        clock = dict(clocks.get(event.lifeline, {}))
+        if event.kind == "recv" and event.msg in sent:
+            for name, count in sent.pop(event.msg).items():
+                clock[name] = max(clock.get(name, 0), count)
+        clock[event.lifeline] = clock.get(event.lifeline, 0) + 1
+        clocks[event.lifeline] = clock
+        if event.kind == "send":
+            sent[event.msg] = clock
         words = [event.id, event.kind]
         if event.kind == "send":
             words.append(f"to {event.to} ({event.msg})")
@@ -56,8 +73,6 @@ def shiviz_log(trace: Trace) -> str:
             words.append(f"{event.label}")
         if event.kind == "choice" and event.outcome is not None:
             words.append(f"→ {str(event.outcome).lower()}")
-        clock = {hosts[name]: column[index] for name, column in clocks.items()
-                 if column[index] and name in hosts}
-        out.append(_line(" ".join(words)))
-        out.append(f"{hosts[event.lifeline]} {json.dumps(clock, ensure_ascii=False)}")
-    return "\n".join(out) + "\n"
+        shown = {hosts[name]: clock[name] for name in hosts if clock.get(name)}
+        yield _line(" ".join(words)) + "\n"
+        yield f"{hosts[event.lifeline]} {json.dumps(shown, ensure_ascii=False)}\n"

@@ -137,13 +137,14 @@ def _render_format(path: str | None) -> str | None:
 
 
 def _render_run(trace_path: str, out: str, form: str) -> int:
-    """Draw the run's trace (failing runs too); 1 if the picture could not be made."""
-    from cpl.trace import load_trace
-    from cpl.view import render
+    """Draw the run's trace (failing runs too), keeping only the drawn window of a
+    stream; 1 if the picture could not be made."""
+    from cpl.trace import open_trace
+    from cpl.view import render_parts
     from .view import drawn, write_atomically
     try:
-        trace = load_trace(trace_path)
-        write_atomically(out, drawn(lambda: render(trace, form)))
+        source = open_trace(trace_path)
+        write_atomically(out, drawn(lambda: render_parts(source, form)))
     except TraceError as error:
         print(f"cpl run: --render: {error}", file=sys.stderr)
         return 1

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 import tempfile
+from typing import Iterable, Iterator
 
 from cpl.errors import TraceError
 
@@ -24,11 +25,6 @@ def _warn(text: str) -> None:
     complain(f"warning: {text}")
 
 
-def _load(args):
-    from cpl.trace import load_trace
-    return load_trace(args.trace, _warn)
-
-
 def _predicates(args, trace):
     """The registry the trace's guards need (its ``predicates`` field), from --predicates."""
     from .predicates import load_predicates
@@ -36,35 +32,34 @@ def _predicates(args, trace):
     return load_predicates(args.predicates, needed, args.trace)
 
 
-def _event(trace, name: str | None, option: str) -> None:
-    """A clear usage error for an event id the trace does not have."""
-    if name is not None and name not in {e.id for e in trace.events}:
-        from cpl.lang import did_you_mean
-        raise UsageError(f"{option}: the trace has no event {name!r}"
-                         f"{did_you_mean(name, [e.id for e in trace.events])}")
-
-
 def cmd_render(args) -> int:
-    from cpl.view import FORMATS, format_of, render
+    """A stream is read keeping only the drawn window (``cpl.view.render_parts``); the
+    picture is written as its parts come."""
+    from cpl.trace import open_trace
+    from cpl.view import FORMATS, NoSuchEvent, format_of, render_parts
     form = args.format or format_of(args.output)
     if form is None:
         raise UsageError(f"-o {args.output}: cannot tell the format from the suffix; give "
                          f"--format ({'|'.join(FORMATS)})")
-    trace = _load(args)
-    _event(trace, args.highlight, "--highlight")
+    source = open_trace(args.trace, _warn)
     if args.max_rows < 0:
         raise UsageError("--max-rows: give 0 (no limit) or a positive number of rows")
-    predicates = _predicates(args, trace) if form == "html" else None
-    data = drawn(lambda: render(trace, form, args.highlight, args.max_rows, predicates))
-    write_atomically(args.output, data)
+    predicates = _predicates(args, source) if form == "html" else None
+    try:
+        write_atomically(args.output, drawn(lambda: render_parts(
+            source, form, args.highlight, args.max_rows, predicates)))
+    except NoSuchEvent as error:
+        raise UsageError(f"--highlight: {error}") from None
     return EXIT_OK
 
 
-def drawn(draw) -> bytes:
-    """Run graphviz, turning its failures into one clear line."""
+def drawn(draw) -> Iterator[bytes]:
+    """Run graphviz, turning its failures into one clear line; ``draw()`` returns the
+    picture, or an iterator of its parts."""
     import graphviz
     try:
-        return draw()
+        data = draw()
+        yield from ((data,) if isinstance(data, bytes) else data)
     except graphviz.ExecutableNotFound:
         raise TraceError("graphviz's 'dot' program is not installed (Debian/Ubuntu: "
                          "apt-get install graphviz; macOS: brew install graphviz)") from None
@@ -74,8 +69,9 @@ def drawn(draw) -> bytes:
                          + (f": {detail[-1]}" if detail else "")) from None
 
 
-def write_atomically(path: str, data: bytes) -> None:
-    """``data`` to ``path`` whole, or an error naming the path and nothing written."""
+def write_atomically(path: str, data: Iterable[bytes]) -> None:
+    """``data`` (its parts, in order) to ``path`` whole, or an error naming the path and
+    nothing written (also when making a part fails)."""
     folder = os.path.dirname(os.path.abspath(path))
     try:
         handle, temporary = tempfile.mkstemp(dir=folder, prefix=".cpl-render-")
@@ -84,7 +80,8 @@ def write_atomically(path: str, data: bytes) -> None:
         raise TraceError(f"cannot write {path}: {unwritable(path, error)}") from None
     try:
         with os.fdopen(handle, "wb") as out:
-            out.write(data)
+            for part in data:
+                out.write(part)
         umask = os.umask(0)
         os.umask(umask)
         os.chmod(temporary, 0o666 & ~umask)  # as open() would make it: mkstemp's is 0600
@@ -92,18 +89,28 @@ def write_atomically(path: str, data: bytes) -> None:
     except OSError as error:
         os.unlink(temporary)
         raise TraceError(f"cannot write {path}: {error.strerror}") from None
+    except BaseException:
+        os.unlink(temporary)
+        raise
 
 
 def cmd_explain(args) -> int:
-    from cpl.semantics import ExplainError, explain
-    trace = _load(args)
-    predicates = _predicates(args, trace)
+    """A stream is read keeping only its last events up to EVENT (``explain_stream``)."""
+    from cpl.semantics import ExplainError, explain, explain_stream
+    from cpl.trace import Trace, open_trace
+    source = open_trace(args.trace, _warn)
+    predicates = _predicates(args, source)
+    schema = None
     if args.guard is not None:  # a misspelt variable silently makes an atom constant
         from cpl import check
-        for warning in check(args.guard, trace.schema(predicates)).warnings:
+        schema = source.schema(predicates)
+        for warning in check(args.guard, schema).warnings:
             _warn(warning)
     try:
-        found = explain(trace, args.event, args.guard, predicates)
+        if isinstance(source, Trace):
+            found = explain(source, args.event, args.guard, predicates)
+        else:
+            found = explain_stream(source, args.event, args.guard, predicates, schema)
     except ExplainError as error:
         raise UsageError(str(error)) from None
     if args.format == "json":
