@@ -45,7 +45,7 @@ def read_log(path: str, lifeline: str | None = None) -> Iterator[dict]:
     with handle:
         while True:
             line = handle.readline(MAX_LINE + 1)
-            if not line.endswith(b"\n"):
+            if not line.endswith(b"\n") or len(line) > MAX_LINE:
                 return  # the end, a writer that died inside this line, or no event
             try:
                 event = json.loads(line)

@@ -236,7 +236,10 @@ def _parts(folder, run=RUN_JSON, logs=(A_SEND, B_RECV), name="p"):
     ('{"format": "cpl-parts/1", "header": {"lifelines": ["A"], "init": {"Z": {}}}, '
      '"meta": {}}', (), 1, "do not make a valid trace"),
     ('{"format": "other"}', (), 1, "not a run's parts"),
-])
+], ids=["whole", "a log missing", "a cut line", "garbage", "another's line", "crossed logs",
+        "not utf-8", "infinite time", "deep value", "no run.json", "run.json not json",
+        "run.json deep", "a lifeline twice", "an unknown header field", "wrong types",
+        "init of no lifeline", "another format"])
 def test_hostile_parts_give_a_clear_error_never_a_traceback(tmp_path, run, logs, code, said):
     _parts(tmp_path, run, logs)
     merged = cpl(tmp_path, "merge", "p", "-o", "t.jsonl")
@@ -279,3 +282,19 @@ def test_a_trace_header_names_its_parts_only_beside_it(tmp_path):
         told = cpl(tmp_path, "eval", "t.jsonl", "true")
         assert told.returncode == 1 and '"parts" must name a folder beside the trace' \
             in told.stderr, told.stderr
+
+
+def test_a_full_disk_is_worded_as_a_size_limit_is(tmp_path):
+    """ENOSPC (/dev/full) says what EFBIG says: no room, the path, how far it got."""
+    told = cpl(tmp_path, "run", str(EXAMPLES / "relay.py"), "--sim", "--trace", "/dev/full")
+    assert told.returncode == 2, told.stderr
+    assert "/dev/full: cannot write the trace: no room for it (No space left on device); " \
+           "written: 0 bytes (at least 0 of 0 events)" in told.stderr, told.stderr
+
+
+def test_a_log_line_longer_than_the_limit_ends_that_log(tmp_path, monkeypatch):
+    from runtime import merge
+    monkeypatch.setattr(merge, "MAX_LINE", len(A_SEND))
+    log = tmp_path / "0.jsonl"
+    log.write_text(A_SEND + A_SEND.replace("A.1", "A.22").replace("A:1", "A:2"))
+    assert [event["id"] for event in merge.read_log(str(log), "A")] == ["A.1"]
