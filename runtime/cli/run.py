@@ -16,6 +16,7 @@ import contextlib
 import json
 import math
 import os
+import shlex
 import shutil
 import signal
 import sys
@@ -68,8 +69,8 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
 
     parts = parts_of(args.trace) if args.trace and not args.sim else None
     if parts and os.path.lexists(parts):  # a killed run's logs: never write over them
-        raise UsageError(f"--trace: {parts} holds the logs of a run that never ended: `cpl "
-                         f"merge {parts} -o {args.trace}` rebuilds its trace; or delete it")
+        raise UsageError(f"--trace: {parts} holds the logs of a run that never ended: "
+                         f"`{_merge(parts, args.trace)}` rebuilds its trace; or delete it")
     writer = None
     if trace_path:  # checked before the run: an unwritable path must not cost a run
         try:
@@ -134,8 +135,8 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
         from ..parts import keep_end
         if parts:
             keep_end(parts, meta)
-        print(f"cpl run: {lost[0]}" + (f"\n  the lifelines' logs are kept in {parts}: `cpl "
-                                       f"merge {parts} -o {args.trace}` rebuilds the trace "
+        print(f"cpl run: {lost[0]}" + (f"\n  the lifelines' logs are kept in {parts}: "
+                                       f"`{_merge(parts, args.trace)}` rebuilds the trace "
                                        f"once there is room" if parts else ""), file=sys.stderr)
         code = code or 1
     elif parts:
@@ -143,6 +144,11 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     if args.render:
         code = _render_run(trace_path, args.render, render_format) or code
     return code
+
+
+def _merge(parts: str, trace: str) -> str:
+    """The command that rebuilds ``trace`` from its ``parts``, ready to paste."""
+    return f"cpl merge {shlex.quote(parts)} -o {shlex.quote(trace)}"
 
 
 def _render_format(path: str | None) -> str | None:
