@@ -50,8 +50,9 @@ class Parts:
     def lifelines(self) -> tuple[str, ...]:
         return tuple(self.header["lifelines"])
 
-    def log(self, name: str) -> str:
-        return log_of(self.folder, self.lifelines.index(name))
+    def logs(self) -> dict[str, str]:
+        """Each lifeline's log, by name."""
+        return {name: log_of(self.folder, index) for index, name in enumerate(self.lifelines)}
 
     def keep(self) -> None:
         """Write ``run.json`` whole or not at all (an ``OSError`` says why)."""
@@ -127,4 +128,12 @@ def _checked(data, path: str) -> tuple[dict, dict]:
             and all(isinstance(name, str) and name for name in names)
             and len(set(names)) == len(names)):
         raise PartsError(f'{path}: "lifelines" must list distinct names')
+    init = header.get("init")
+    if not (init is None or isinstance(init, dict) and all(isinstance(store, dict)
+                                                           for store in init.values())):
+        raise PartsError(f'{path}: "init" must be an object of objects')
+    listed = [key for key in ("vars", "symbols", "predicates")
+              if not isinstance(header.get(key) or [], list)]
+    if listed:
+        raise PartsError(f'{path}: "{listed[0]}" must be a list')
     return header, meta

@@ -236,10 +236,14 @@ def _parts(folder, run=RUN_JSON, logs=(A_SEND, B_RECV), name="p"):
     ('{"format": "cpl-parts/1", "header": {"lifelines": ["A"], "init": {"Z": {}}}, '
      '"meta": {}}', (), 1, "do not make a valid trace"),
     ('{"format": "other"}', (), 1, "not a run's parts"),
+    ('{"format": "cpl-parts/1", "header": {"lifelines": ["A"], "init": [1]}, "meta": {}}', (), 1,
+     '"init" must be an object of objects'),
+    ('{"format": "cpl-parts/1", "header": {"lifelines": ["A"], "vars": 7}, "meta": {}}', (), 1,
+     '"vars" must be a list'),
 ], ids=["whole", "a log missing", "a cut line", "garbage", "another's line", "crossed logs",
         "not utf-8", "infinite time", "deep value", "no run.json", "run.json not json",
         "run.json deep", "a lifeline twice", "an unknown header field", "wrong types",
-        "init of no lifeline", "another format"])
+        "init of no lifeline", "another format", "init a list", "vars a number"])
 def test_hostile_parts_give_a_clear_error_never_a_traceback(tmp_path, run, logs, code, said):
     _parts(tmp_path, run, logs)
     merged = cpl(tmp_path, "merge", "p", "-o", "t.jsonl")

@@ -47,7 +47,7 @@ def cmd_merge(args) -> int:
         except ValueError as error:
             raise TraceError(f"{parts.folder}: its header cannot be written: {error}") from None
         with writer:
-            logs = {name: read_log(parts.log(name), name) for name in parts.lifelines}
+            logs = {name: read_log(log, name) for name, log in parts.logs().items()}
             placed = merge(logs, parts.lifelines, writer.write)
             writer.close({**(parts.end or {**parts.meta, "status": VANISHED, "error": (
                 "the supervisor vanished before the run ended: cpl merge rebuilt the trace "
