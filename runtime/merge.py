@@ -21,6 +21,7 @@ from __future__ import annotations
 import heapq
 import json
 import os
+import re
 import stat
 from typing import Iterator
 
@@ -29,6 +30,7 @@ from cpl.trace import Clocks, KINDS, Event
 
 _FIELDS = frozenset(Event._fields)
 MAX_LINE = 64 * 2**20  # bytes: as the trace reader's, a longer line is not an event
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # an escaped surrogate: maybe not in a pair
 
 
 def read_log(path: str, lifeline: str | None = None) -> Iterator[dict]:
@@ -49,6 +51,8 @@ def read_log(path: str, lifeline: str | None = None) -> Iterator[dict]:
                 return  # the end, a writer that died inside this line, or no event
             try:
                 event = json.loads(line)
+                if _SURROGATE.search(line):  # a lone one cannot be written as UTF-8
+                    json.dumps(event, ensure_ascii=False).encode("utf-8")
             except (ValueError, RecursionError):
                 return
             if not (isinstance(event, dict) and set(event) <= _FIELDS

@@ -133,7 +133,7 @@ def _checked(data, path: str) -> tuple[dict, dict]:
                                                            for store in init.values())):
         raise PartsError(f'{path}: "init" must be an object of objects')
     listed = [key for key in ("vars", "symbols", "predicates")
-              if not isinstance(header.get(key) or [], list)]
+              if header.get(key) is not None and not isinstance(header[key], list)]
     if listed:
         raise PartsError(f'{path}: "{listed[0]}" must be a list')
     return header, meta

@@ -220,6 +220,9 @@ def _parts(folder, run=RUN_JSON, logs=(A_SEND, B_RECV), name="p"):
     (RUN_JSON, (A_SEND, A_SEND), 0, "1 event of"),  # A's line in B's log
     (RUN_JSON, (B_RECV, A_SEND), 0, "0 events"),  # each log another's: nothing placed
     (RUN_JSON, (b"\xff\xfe\n", B_RECV), 0, "0 events"),
+    (RUN_JSON, (A_SEND.replace('"A:1"', '"A:1", "label": "\\udc80"'), None), 0, "0 events"),
+    (RUN_JSON, (A_SEND.replace('"A:1"', '"A:1", "label": "\\ud83d\\ude00"'), None), 0,
+     "1 event of"),
     (RUN_JSON, ('{"id": "A.1", "lifeline": "A", "kind": "act", "time": 1e999}\n', None), 0,
      "0 events of 2 lifelines, 0 messages in transit, 1 unplaced"),
     (RUN_JSON, ('{"id": "A.1", "lifeline": "A", "kind": "act", "set": ' + "[" * 5000 +
@@ -241,9 +244,10 @@ def _parts(folder, run=RUN_JSON, logs=(A_SEND, B_RECV), name="p"):
     ('{"format": "cpl-parts/1", "header": {"lifelines": ["A"], "vars": 7}, "meta": {}}', (), 1,
      '"vars" must be a list'),
 ], ids=["whole", "a log missing", "a cut line", "garbage", "another's line", "crossed logs",
-        "not utf-8", "infinite time", "deep value", "no run.json", "run.json not json",
-        "run.json deep", "a lifeline twice", "an unknown header field", "wrong types",
-        "init of no lifeline", "another format", "init a list", "vars a number"])
+        "not utf-8", "a lone surrogate", "a surrogate pair", "infinite time", "deep value",
+        "no run.json", "run.json not json", "run.json deep", "a lifeline twice",
+        "an unknown header field", "wrong types", "init of no lifeline", "another format",
+        "init a list", "vars a number"])
 def test_hostile_parts_give_a_clear_error_never_a_traceback(tmp_path, run, logs, code, said):
     _parts(tmp_path, run, logs)
     merged = cpl(tmp_path, "merge", "p", "-o", "t.jsonl")
