@@ -137,7 +137,8 @@ def add_merge_command(commands) -> None:
         "'vanished', the messages in transit and the receives that could not be placed.")
     merge.add_argument("parts", metavar="PARTS",
                        help="the run's parts folder, e.g. t.jsonl.parts")
-    merge.add_argument("-o", "--output", metavar="TRACE", required=True, help=f"the trace to write ({TRACE_FILES}); an unfinished "
-                       f"trace of these parts is replaced, a whole trace only with --force")
+    merge.add_argument("-o", "--output", metavar="TRACE", required=True,
+                       help=f"the trace to write ({TRACE_FILES}); an unfinished trace of "
+                       f"these parts is replaced, a whole trace only with --force")
     merge.add_argument("--force", action="store_true",
                        help="replace TRACE even if it is a whole trace or another file")
