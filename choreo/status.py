@@ -23,6 +23,7 @@ INTERRUPTED = "interrupted"  # Ctrl-C / SIGTERM
 DIED = "died"  # a lifeline process exited, or went silent where nobody sees its process (runtime)
 UNRESPONSIVE = "unresponsive"  # a lifeline process alive but silent past the heartbeat window
 NOT_JOINED = "not joined"  # a lifeline never said hello within its launcher's patience (runtime)
+VANISHED = "vanished"  # never a driver's: cpl merge's, for a run whose supervisor was lost
 
 STATUSES = (OK, FAILED, DEADLOCK, LIMIT, TIMEOUT, INTERRUPTED, DIED, UNRESPONSIVE, NOT_JOINED)
 EXIT_CODES = {OK: 0, FAILED: 1, DEADLOCK: 1, LIMIT: 1, TIMEOUT: 1, DIED: 1, UNRESPONSIVE: 1,

@@ -11,36 +11,49 @@ a receive, plus one on the lifeline's own entry.
 
 Memory is the clocks of the messages in transit, not the run's length.  A
 log cut by a crash is read up to its last whole line; a receive whose send
-was never logged cannot be placed and is counted in ``meta.unplaced``.
+was never logged cannot be placed and is counted in ``meta.unplaced``.  The
+supervisor merges at the end of a run; ``cpl merge`` merges the same logs
+(``runtime.parts``) when the supervisor vanished before it could.
 """
 
 from __future__ import annotations
 
 import heapq
 import json
+import os
+import re
+import stat
 from typing import Iterator
 
 from cpl.trace import Clocks, KINDS, Event
 
 
 _FIELDS = frozenset(Event._fields)
+MAX_LINE = 64 * 2**20  # bytes: as the trace reader's, a longer line is not an event
+_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # an escaped surrogate: maybe not in a pair
 
 
 def read_log(path: str, lifeline: str | None = None) -> Iterator[dict]:
     """The events of one lifeline's log; a last line cut mid-way (a crash) is dropped, and
     so is everything from a line that is not one of ``lifeline``'s events (a log shipped
-    from another host is only as good as that host)."""
+    from another host, or left in a folder, is only as good as its writer) or is longer
+    than ``MAX_LINE``."""
     try:
-        handle = open(path, encoding="utf-8")
-    except OSError:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return  # a device or a pipe would never end
+        handle = open(path, "rb")
+    except (OSError, ValueError):
         return
     with handle:
-        for line in handle:
-            if not line.endswith("\n"):
-                return  # the writer died inside this line
+        while True:
+            line = handle.readline(MAX_LINE + 1)
+            if not line.endswith(b"\n") or len(line) > MAX_LINE:
+                return  # the end, a writer that died inside this line, or no event
             try:
                 event = json.loads(line)
-            except ValueError:
+                if _SURROGATE.search(line):  # a lone one cannot be written as UTF-8
+                    json.dumps(event, ensure_ascii=False).encode("utf-8")
+            except (ValueError, RecursionError):
                 return
             if not (isinstance(event, dict) and set(event) <= _FIELDS
                     and event.get("kind") in KINDS and isinstance(event.get("id"), str)

@@ -20,7 +20,9 @@ the lifeline whose key signed it, :mod:`runtime.control`):
 Then it says ``stop``, hears the lifelines' last words for at most
 ``STOP_GRACE`` (a lifeline inside a blocking action cannot answer: its
 launcher ends it), and merges the logs into the trace (:mod:`runtime.merge`)
-with ``meta`` saying how the run ended.
+with ``meta`` saying how the run ended.  The logs live in the run's parts
+folder (:mod:`runtime.parts`, beside the trace), with what ``cpl merge``
+needs to rebuild the trace should the supervisor vanish first.
 """
 
 from __future__ import annotations
@@ -39,11 +41,13 @@ import zmq
 from choreo.fingerprint import fingerprint
 from choreo.status import (DEADLOCK, DIED, FAILED, INTERRUPTED, NOT_JOINED, OK, TIMEOUT,
                            UNRESPONSIVE, deadlocked, run_meta, timed_out)
+from cpl.errors import TraceError
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat, Hello, Log, Probe, Refused,
                       Start, State, Stop, heard, quiet, send)
 from .launchers import Launcher, LocalProcesses
 from .merge import merge, read_log
+from .parts import Parts, log_of
 
 
 class Supervisor:
@@ -51,7 +55,7 @@ class Supervisor:
 
     def __init__(self, plan, choreography: str, choreography_name: str | None, inputs: dict,
                  seed: int, *, secure: bool = True, timeout: float | None = None, host: str = "127.0.0.1",
-                 launchers: list[Launcher] | None = None):
+                 launchers: list[Launcher] | None = None, parts: str | None = None):
         self.plan, self.inputs, self.seed, self.timeout = plan, inputs, seed, timeout
         self.choreography, self.host = os.path.abspath(choreography), host
         self.choreography_name = choreography_name
@@ -75,7 +79,9 @@ class Supervisor:
         self.shipping: set[str] = set()  # lifelines that send their log lines to us
         self.joining: dict[str, tuple[float, float]] = {}  # lifeline -> (launched, patience)
         self.started_at: float | None = None
-        self.folder = ""  # the run's temp folder (the local logs), while it runs
+        self.parts = parts  # the folder for the lifelines' logs, if not a temporary one
+        self.folder = ""  # the folder of the lifelines' logs, while the run goes
+        self.unlogged: collections.Counter = collections.Counter()  # lost shipped lines
 
     def _keys(self) -> dict:
         pairs = {name: Keys.pair() for name in (*self.lifelines, "")}  # "": the supervisor
@@ -89,11 +95,13 @@ class Supervisor:
         Everything the run holds is in the one scope below and is released on every
         path (an error of ours, a second Ctrl-C), in reverse order: the lifelines (ended
         by their launchers) and the connection files, the ZAP handler, the ZeroMQ
-        context with its sockets, the SIGTERM handler, the run's temp folder."""
+        context with its sockets, the SIGTERM handler, the run's temp folder.  The ``parts``
+        folder outlives the run: its caller removes it once the trace is whole."""
         began = time.monotonic()  # --timeout counts from here, the lifelines' start-up included
         with contextlib.ExitStack() as scope:
-            self.folder = scope.enter_context(
+            self.folder = self.parts or scope.enter_context(
                 tempfile.TemporaryDirectory(prefix="cpl-run-", ignore_cleanup_errors=True))
+            self._keep()
             scope.enter_context(_sigterm_as_ctrl_c())
             context = zmq.Context()
             scope.callback(context.destroy, 0)  # closes every socket left (linger 0), then terms
@@ -113,12 +121,31 @@ class Supervisor:
                 meta = self._meta(INTERRUPTED, INTERRUPTED)
             self._stop(control)
             meta["results"] = self._results()
+            if self.unlogged:
+                meta["unlogged"] = dict(self.unlogged)
             logs = {name: read_log(self._log(name), name) for name in self.lifelines}
             meta.update(merge(logs, self.lifelines, write))
         return meta
 
+    def _keep(self) -> None:
+        """Make the logs' folder and write what ``cpl merge`` needs to rebuild the trace
+        without us (``runtime.parts``), before any lifeline starts."""
+        try:
+            os.makedirs(self.folder, exist_ok=True)
+            self._parts().keep()
+        except OSError as error:
+            raise TraceError(f"cannot keep the run's logs: {error.strerror or error}",
+                             self.folder) from None
+
+    def _parts(self) -> Parts:
+        header = {key: list(value) if isinstance(value, tuple) else value
+                  for key, value in self.plan.header(self.inputs).items()}
+        return Parts(self.folder, header, {"choreography": self.plan.name, "seed": self.seed,
+                                           "inputs": dict(self.inputs), "run": self.run_id,
+                                           "processes": True})
+
     def _log(self, name: str) -> str:
-        return os.path.join(self.folder, f"{self.lifelines.index(name)}.jsonl")
+        return log_of(self.folder, self.lifelines.index(name))
 
     def _launch(self, launcher: Launcher, address: str) -> None:
         """Start ``launcher``'s lifelines from drafts that log to this host's disk and bind
@@ -213,9 +240,20 @@ class Supervisor:
                 if name not in self.shipping:  # a local lifeline's log is on disk already
                     self.refused["unexpected"] += 1
                     continue
-                with open(self._log(name), "a", encoding="utf-8") as log:
-                    log.writelines(f"{line}\n" for line in message.lines)
+                self._append(name, message.lines)
             self.beats[name] = time.monotonic()
+
+    def _append(self, name: str, lines) -> None:
+        """A shipped log's lines onto its file here.  Once a write fails (a full disk) the
+        file ends there for the merge: later lines are only counted (``meta.unlogged``)."""
+        if not self.unlogged[name]:
+            try:
+                with open(self._log(name), "a", encoding="utf-8") as log:
+                    log.writelines(f"{line}\n" for line in lines)
+                return
+            except OSError:
+                pass
+        self.unlogged[name] += len(lines)
 
     def _send(self, control, name: str, message) -> None:
         """To the control socket ``name`` said hello from (its key checked); nothing before."""

@@ -135,9 +135,9 @@ class Cpl:
 
     def logged(self) -> int:
         """How many events the run's lifelines have logged so far (their logs in the run's
-        temp folder), so a test can act once a run is really under way."""
+        temp folder, or beside its trace), so a test can act once a run is really under way."""
         count = 0
-        for log in self.temp.glob("cpl-run-*/*.jsonl"):
+        for log in [*self.temp.glob("cpl-run-*/*.jsonl"), *self.folder.glob("*.parts/*.jsonl")]:
             with contextlib.suppress(OSError), open(log, "rb") as handle:
                 count += sum(1 for _ in handle)
         return count

@@ -4,7 +4,8 @@
 :func:`open_trace` read any form (JSON, msgpack, ``.jsonl`` streamed) and
 check it; :class:`TraceWriter` is the only writer; :class:`Clocks` stamps
 vector clocks on recorded events; :func:`unwritable` says why a file could
-not be created.
+not be created; :func:`unfinished` words a trace whose run never ended while
+its lifelines' logs (:func:`parts_of`) are still there.
 """
 
 from .clocks import Clocks
@@ -12,7 +13,8 @@ from .codec import encode_json, value_problem
 from .files import dump_trace, load_trace, open_trace
 from .msc import KINDS, Event, Trace
 from .paths import unwritable
+from .recovery import parts_of, unfinished
 from .stream import TraceWriter
 
 __all__ = ["Clocks", "Event", "KINDS", "Trace", "TraceWriter", "dump_trace", "encode_json",
-           "load_trace", "open_trace", "unwritable", "value_problem"]
+           "load_trace", "open_trace", "parts_of", "unfinished", "unwritable", "value_problem"]

@@ -28,8 +28,9 @@ from .msc import KINDS, Event, Trace
 from .codec import FORMAT, value_problem
 from .wording import first as _first, head as _head, receive_problem, shown
 
-_TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init", "events", "meta")
-_HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init")
+_TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init", "parts", "events",
+               "meta")
+_HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init", "parts")
 MOST_PREDICATES = 10_000  # more than any choreography's guards name: a hostile or broken file
 _LONGEST_NAME = 200
 _LONGEST_TIME = sys.float_info.max  # seconds: any finite float; a longer integer has no float
@@ -87,6 +88,7 @@ class Checker:
         self.symbols: tuple[str, ...] | None = None
         self.predicates: tuple[str, ...] | None = None
         self.init: dict = {}
+        self.parts: str | None = None  # the folder of a run's lifeline logs, beside the trace
         self.count = 0  # events checked so far: the index of the next one
         self.ids = Issued((), ".")
         self.messages = Issued((), ":")  # every msg id sent so far
@@ -133,6 +135,17 @@ class Checker:
         self.vars, self.symbols = variables, symbols
         self.predicates = self.predicate_names(data.get("predicates"))
         self.init = self.check_init(data.get("init"))
+        self.parts = self.parts_name(data.get("parts"))
+
+    def parts_name(self, value) -> str | None:
+        """A folder's name beside the trace: one path component, nothing that leads elsewhere."""
+        if value is None:
+            return None
+        if not (isinstance(value, str) and 0 < len(value) <= 255 and value not in (".", "..")
+                and not set(value) & {"/", "\\", "\0"}):
+            raise self.fail(f'"parts" must name a folder beside the trace (one name, no "/"), '
+                            f'found {shown(value)}')
+        return value
 
     def meta(self, meta):
         if meta is not None and not isinstance(meta, dict):

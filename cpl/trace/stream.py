@@ -32,6 +32,7 @@ from .checker import Checker
 from .codec import (FORMAT, LIMIT_VARIABLE, decode_json, encode_json, json_error, read_limit,
                     size_text, value_problem)
 from .paths import unwritable
+from .recovery import cut_short, unfinished
 
 JSONL_SUFFIXES = (".jsonl",)
 MSGPACK_SUFFIXES = (".msgpack", ".mpk")
@@ -81,7 +82,7 @@ class TraceWriter:
         self._handle, self._form, self.origin, self._header = handle, form, origin, header
         self._spool = spool
         self._buffer: list = []
-        self._count = 0
+        self._count = self._flushed = 0  # events queued, events handed to the system
         self._closed = False
         self._last = time.monotonic()
         self._packer = msgpack.Packer(use_bin_type=True) if form == "msgpack" else None
@@ -98,11 +99,11 @@ class TraceWriter:
 
     @classmethod
     def open(cls, path, lifelines=(), init=None, vars=None, symbols=None,
-             predicates=None) -> TraceWriter:
+             predicates=None, parts=None) -> TraceWriter:
         """Create ``path`` now (``TraceError`` if it cannot be written); the form from its suffix."""
         path = Path(path)
         form = form_of(path) or "json"
-        header = _header(lifelines, init, vars, symbols, predicates)
+        header = _header(lifelines, init, vars, symbols, predicates, parts)
         handle = spool = None
         try:
             handle = open(path, "wb")
@@ -171,9 +172,8 @@ class TraceWriter:
             target.flush()
         except OSError as error:
             self._abort()
-            raise TraceError(f"cannot write the trace: {error.strerror or error}",
-                             self.origin) from None
-        self._last = time.monotonic()
+            raise cut_short(error, self.origin, self._flushed, self._count) from None
+        self._last, self._flushed = time.monotonic(), self._count
 
     def close(self, meta: dict | None = None) -> None:
         """Write ``meta`` and finish the trace.  Once; a second call does nothing."""
@@ -199,8 +199,7 @@ class TraceWriter:
                 self._assemble(meta)
             self._handle.flush()
         except OSError as error:
-            raise TraceError(f"cannot write the trace: {error.strerror or error}",
-                             self.origin) from None
+            raise cut_short(error, self.origin, self._flushed, self._count) from None
         finally:
             self._abort()
 
@@ -230,7 +229,7 @@ class TraceWriter:
                     pass
 
 
-def _header(lifelines, init, vars, symbols, predicates=None) -> dict:
+def _header(lifelines, init, vars, symbols, predicates=None, parts=None) -> dict:
     """The document without events, keys in the order ``Trace.to_dict`` writes them."""
     header: dict = {"format": FORMAT, "lifelines": list(lifelines)}
     for key, names in (("vars", vars), ("symbols", symbols), ("predicates", predicates)):
@@ -238,7 +237,7 @@ def _header(lifelines, init, vars, symbols, predicates=None) -> dict:
             header[key] = list(names)
     if init:
         header["init"] = {name: dict(store) for name, store in init.items()}
-    return header
+    return header | ({"parts": parts} if parts else {})  # the run's logs, until it ends
 
 
 # ---------------------------------------------------------------- reading
@@ -328,7 +327,8 @@ class JsonLines:
         self.cut_off = True
         self.meta = {"cut_off": True}
         self.warn(f"{self.origin}: the run was cut off: the stream has no end line "
-                  f"({self.checker.count} event{'' if self.checker.count == 1 else 's'} read)")
+                  f"({self.checker.count} event{'' if self.checker.count == 1 else 's'} read)"
+                  + unfinished(self.source, self.checker.parts, "; "))
 
     def _end(self, number: int, value: dict) -> None:
         if len(value) != 1:

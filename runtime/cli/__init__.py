@@ -1,8 +1,8 @@
 """The ``cpl`` command: wires subcommands to library functions, nothing more.
 
 One module per command group (``check``, ``choreography`` for validate and
-show, ``evaluate``, ``run`` with ``lifeline``, ``view`` for render and
-explain, ``explore``); the options they share are built by ``arguments``.
+show, ``evaluate``, ``run`` with ``lifeline``, ``merge``, ``view`` for
+render and explain, ``explore``); the options they share are built by ``arguments``.
 It lives in ``runtime`` because that package may import all three layers.
 Building the parser stays import-light (every invocation builds it whole):
 a command loads what it needs when it runs.  Exit status (``usage``): 0
@@ -23,6 +23,7 @@ from .check import add_check_command
 from .choreography import add_choreography_commands
 from .evaluate import add_eval_command
 from .explore import add_explore_command
+from .merge import add_merge_command
 from .run import add_run_commands
 from .usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, complain
 from .view import add_view_commands
@@ -45,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_eval_command(commands)
     add_choreography_commands(commands)
     add_run_commands(commands)
+    add_merge_command(commands)
     add_view_commands(commands)
     add_explore_command(commands)
     return parser
@@ -66,6 +68,9 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     except TraceError as error:
         complain(f"error: {error}")
+        from cpl.trace import unfinished
+        if error.origin and unfinished(error.origin):  # a killed run's trace, its logs beside it
+            complain(f"note: {unfinished(error.origin)}")
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("cpl: interrupted", file=sys.stderr)

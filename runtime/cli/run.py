@@ -3,7 +3,11 @@
 Both forms open the trace *before* the run (an unwritable ``--trace`` costs
 no run), stream every event into it, print each lifeline's result, and only
 then close the trace with ``meta`` saying how the run ended; the exit code
-follows the run's status (``choreo.status.EXIT_CODES``).
+follows the run's status (``choreo.status.EXIT_CODES``).  A run over
+processes keeps its lifelines' logs beside the trace (``T.parts``) and
+removes them once the trace is whole: if the trace cannot be written (a full
+disk) they stay, for ``cpl merge``, and the run's results are printed all
+the same (exit 1).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import contextlib
 import json
 import math
 import os
+import shlex
+import shutil
 import signal
 import sys
 import tempfile
@@ -60,15 +66,27 @@ def cmd_run(args) -> int:
 
 def _run(args, plan, inputs, trace_path, render_format) -> int:
     from choreo.status import EXIT_CODES
-    from cpl.trace import TraceWriter
+    from cpl.trace import TraceWriter, parts_of
 
+    parts = parts_of(args.trace) if args.trace and not args.sim else None
+    if parts and os.path.lexists(parts):  # a killed run's logs: never write over them
+        raise UsageError(f"--trace: {parts} holds the logs of a run that never ended: "
+                         f"`{_merge(parts, args.trace)}` rebuilds its trace; or delete it")
     writer = None
     if trace_path:  # checked before the run: an unwritable path must not cost a run
         try:
-            writer = TraceWriter.open(trace_path, **plan.header(inputs))
+            writer = TraceWriter.open(trace_path, **plan.header(inputs),
+                                      parts=parts and os.path.basename(parts))
         except TraceError as error:
             raise UsageError(f"--{'trace' if args.trace else 'render'}: {error}") from None
-    write = writer.write if writer else None
+    lost: list[TraceError] = []  # the write that failed: the run goes on, its results count
+
+    def write(event) -> None:
+        if not lost:
+            try:
+                writer.write(event)
+            except TraceError as error:
+                lost.append(error)
     # Leaving the block without close() (an error of ours, a second Ctrl-C) still ends
     # the trace, as failed or interrupted.
     with writer or contextlib.nullcontext(), Sweep():  # no process of the run outlives it
@@ -82,11 +100,11 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             if args.timeout is not None:  # kept even by an action that never returns
                 meta, results = simulate_watched(plan, seed=args.seed, values=inputs,
                                                  max_steps=args.max_steps, timeout=args.timeout,
-                                                 sink=write, schedule=args.schedule or RANDOM)
+                                                 sink=write if writer else None, schedule=args.schedule or RANDOM)
             else:
                 result = Simulator.of(plan).run(  # a sink even without a trace: Ctrl-C
                     seed=args.seed, values=inputs, max_steps=args.max_steps, record=False,
-                    sink=write or _unwritten, schedule=args.schedule or RANDOM)  # is told apart
+                    sink=write if writer else _unwritten, schedule=args.schedule or RANDOM)  # is told apart
                 meta, results = dict(result.trace.meta), result.results
         else:
             from ..launchers import launchers_for
@@ -99,8 +117,9 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
                                     secure=not args.insecure, timeout=args.timeout,
                                     host=listen, launchers=launchers_for(
-                                        plan.lifelines, placement, args.join_timeout))
-            meta = supervisor.run(write or (lambda event: None))
+                                        plan.lifelines, placement, args.join_timeout),
+                                    parts=parts)
+            meta = supervisor.run(write if writer else (lambda event: None))
             results = meta.get("results", {})
         for lifeline in plan.lifelines:  # results first, then the trace
             names = plan.choreography.reported_names(lifeline, results.get(lifeline, {}))
@@ -108,12 +127,26 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             shown = ", ".join(f"{n} = {json.dumps(got[n]) if n in got else '(unset)'}"
                               for n in names)
             print(f"{lifeline}: {shown or '(nothing)'}", flush=True)
-        if writer is not None:
-            writer.close(meta)
+        if writer is not None and not lost:
+            try:
+                writer.close(meta)
+            except TraceError as error:
+                lost.append(error)
     if meta["status"] != "ok":
         print(f"cpl run: {meta.get('error', meta['status'])}"
-              + (f"\n  (trace written to {args.trace})" if args.trace else ""), file=sys.stderr)
+              + (f"\n  (trace written to {args.trace})" if args.trace and not lost else ""),
+              file=sys.stderr)
     code = EXIT_CODES[meta["status"]]
+    if lost:
+        from ..parts import keep_end
+        if parts:
+            keep_end(parts, meta)
+        print(f"cpl run: {lost[0]}" + (f"\n  the lifelines' logs are kept in {parts}: "
+                                       f"`{_merge(parts, args.trace)}` rebuilds the trace "
+                                       f"once there is room" if parts else ""), file=sys.stderr)
+        code = code or 1
+    elif parts:
+        shutil.rmtree(parts, ignore_errors=True)  # the trace is whole: its parts are done
     if args.render:
         code = _render_run(trace_path, args.render, render_format) or code
     return code
@@ -122,6 +155,11 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
 def _unwritten(event) -> None:
     """The sink of a simulated run without ``--trace``: with a sink, the simulator tells a
     Ctrl-C from a ``KeyboardInterrupt`` an action raises (``choreo.actions.own``)."""
+
+
+def _merge(parts: str, trace: str) -> str:
+    """The command that rebuilds ``trace`` from its ``parts``, ready to paste."""
+    return f"cpl merge {shlex.quote(parts)} -o {shlex.quote(trace)}"
 
 
 def _render_format(path: str | None) -> str | None:

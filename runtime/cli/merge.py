@@ -1,0 +1,144 @@
+"""``cpl merge``: a run's trace rebuilt from its parts, when its supervisor vanished.
+
+``cpl run --trace T`` keeps its lifelines' logs in ``T.parts`` until the
+trace is whole (``runtime.parts``).  If the supervisor is killed first, T
+stops at whatever it had; this command merges the logs as the supervisor
+would have (``runtime.merge``) into a trace whose ``meta.status`` is
+``vanished``.  The new trace is written beside TRACE and checked by the trace
+reader before it replaces TRACE, so a full disk or damaged logs leave TRACE
+and the parts as they were.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+
+from cpl.errors import TraceError
+
+from .arguments import TRACE_FILES, add_command
+from .usage import EXIT_FAILED, EXIT_OK, UsageError
+
+TAIL = 1 << 20  # bytes read from a stream's end to find its end line
+_END_LINE = re.compile(rb'\s*\{\s*"end"\s*:')
+
+
+def cmd_merge(args) -> int:
+    from choreo.status import VANISHED
+    from cpl.trace import Trace, TraceWriter, open_trace
+    from ..merge import merge, read_log
+    from ..parts import Parts, PartsError
+
+    try:
+        parts = Parts.read(args.parts)
+    except PartsError as error:
+        print(f"cpl merge: {error}", file=sys.stderr)
+        return EXIT_FAILED
+    _may_replace(args.output, args.parts, args.force)
+    temporary = _beside(args.output)
+    try:
+        header = parts.header
+        try:
+            writer = TraceWriter.open(temporary, header["lifelines"], header.get("init"),
+                                      header.get("vars"), header.get("symbols"),
+                                      header.get("predicates"))
+        except ValueError as error:
+            raise TraceError(f"{parts.folder}: its header cannot be written: {error}") from None
+        with writer:
+            logs = {name: read_log(log, name) for name, log in parts.logs().items()}
+            placed = merge(logs, parts.lifelines, writer.write)
+            writer.close({**(parts.end or {**parts.meta, "status": VANISHED, "error": (
+                "the supervisor vanished before the run ended: cpl merge rebuilt the trace "
+                "from the lifelines' logs")}), **placed})
+        try:
+            source = open_trace(temporary, lambda _: None)
+            count = len(source.events) if isinstance(source, Trace) \
+                else sum(1 for _ in source.events())
+        except TraceError as error:
+            raise TraceError(f"the logs in {parts.folder} do not make a valid trace: "
+                             f"{error.message}", args.output) from None
+        os.replace(temporary, args.output)
+    except TraceError as error:
+        print(f"cpl merge: {_renamed(error, temporary, args.output)}\n  {args.output} and "
+              f"{parts.folder} are as they were", file=sys.stderr)
+        return EXIT_FAILED
+    finally:
+        if os.path.lexists(temporary):
+            os.unlink(temporary)
+    lifelines, transit = len(parts.lifelines), len(placed["in_transit"])
+    print(f"{args.output}: {_counted(count, 'event')} of {_counted(lifelines, 'lifeline')}, "
+          f"{_counted(transit, 'message')} in transit, {placed['unplaced']:,} unplaced; "
+          f"{parts.folder} may be deleted")
+    return EXIT_OK
+
+
+def _may_replace(output: str, folder: str, force: bool) -> None:
+    """TRACE may be replaced if it is new, empty, or the unfinished trace of these parts."""
+    from cpl.trace import parts_of
+    try:
+        if not os.path.lexists(output) or os.path.getsize(output) == 0 or force:
+            return
+        ours = os.path.realpath(parts_of(output)) == os.path.realpath(folder)
+        if ours and not _finished(output):
+            return
+    except (OSError, ValueError) as error:
+        raise UsageError(f"-o {output}: cannot look at it: "
+                         f"{getattr(error, 'strerror', None) or error}") from None
+    why = ("a whole trace (it has its end): its run finished" if ours
+           else "not the unfinished trace of these parts")
+    raise UsageError(f"-o {output}: it is {why}; give --force to replace it")
+
+
+def _finished(path: str) -> bool:
+    """A stream whose last line is its end line, or a document that reads whole."""
+    from cpl.trace import load_trace
+    if path.lower().endswith(".jsonl"):  # the stream's form (cpl.trace reads others whole)
+        with open(path, "rb") as handle:
+            handle.seek(max(0, os.path.getsize(path) - TAIL))
+            lines = handle.read().rstrip().rsplit(b"\n", 1)
+        return bool(_END_LINE.match(lines[-1]))
+    try:
+        load_trace(path, lambda _: None)
+    except TraceError:
+        return False
+    return True
+
+
+def _beside(output: str) -> str:
+    """A new file beside ``output`` with its suffix (its form), for the trace being built."""
+    folder, name = os.path.split(os.path.abspath(output))
+    try:
+        handle, path = tempfile.mkstemp(dir=folder, prefix=f".{name}.",
+                                        suffix=f".merging{os.path.splitext(name)[1]}")
+    except OSError as error:
+        raise UsageError(f"-o {output}: cannot write beside it: {error.strerror}") from None
+    os.close(handle)
+    return path
+
+
+def _counted(number: int, noun: str) -> str:
+    return f"{number:,} {noun}{'' if number == 1 else 's'}"
+
+
+def _renamed(error: TraceError, temporary: str, output: str) -> str:
+    """The error as the user knows the file: the trace being built is ``output``."""
+    return str(error).replace(temporary, output)
+
+
+def add_merge_command(commands) -> None:
+    merge = add_command(
+        commands, "merge", cmd_merge,
+        help="rebuild a run's trace from its lifelines' logs when its supervisor vanished",
+        description="Rebuild the trace of a run whose `cpl run` was killed before it wrote "
+        "it whole, from the lifelines' logs it keeps beside the trace (T.parts for --trace "
+        "T) until then: the events in causal order with their vector clocks, meta.status "
+        "'vanished', the messages in transit and the receives that could not be placed.")
+    merge.add_argument("parts", metavar="PARTS",
+                       help="the run's parts folder, e.g. t.jsonl.parts")
+    merge.add_argument("-o", "--output", metavar="TRACE", required=True,
+                       help=f"the trace to write ({TRACE_FILES}); an unfinished trace of "
+                       f"these parts is replaced, a whole trace only with --force")
+    merge.add_argument("--force", action="store_true",
+                       help="replace TRACE even if it is a whole trace or another file")
