@@ -7,6 +7,7 @@ compiler: checking a guard loads no choreography.
 from __future__ import annotations
 
 import json
+import sys
 
 import cpl
 from cpl import Schema
