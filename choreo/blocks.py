@@ -15,6 +15,7 @@ import contextlib
 from typing import Callable, Iterable
 
 import cpl
+from cpl.trace import value_problem
 from . import model
 from .errors import ChoreographyError, Where, caller, guard_detail
 from .model import Atomic, Guard, If, Input, Lifeline, Parallel, Var, While
@@ -201,6 +202,10 @@ class Blocks:
         if frame.kind == "parallel":
             raise ChoreographyError("inside c.parallel(), put statements in "
                                     "`with c.thread():` blocks", statement.where)
+        problem = value_problem(getattr(statement, "label", None))
+        if problem:  # every event of the statement carries its label into the trace
+            self._problem(f"the label {problem}, so no trace could hold it", statement.where,
+                          "label")
         frame.statements.append(statement)
         self._open_if = None
 

@@ -19,6 +19,7 @@ import math
 from typing import Iterable, Mapping
 
 from cpl.lang import did_you_mean
+from cpl.trace import value_problem
 
 from . import model
 from .errors import ChoreographyError, Where
@@ -55,6 +56,9 @@ def parse_args(choreography, pairs: Iterable[str] = (), given: Mapping | None = 
         elif isinstance(values[declared.name], float) and not math.isfinite(values[declared.name]):
             raise ChoreographyError(f"input {declared.name!r} must be a finite number, got "
                                     f"{values[declared.name]!r}", where)
+        problem = value_problem(values[declared.name], (list, tuple), recorded=True)
+        if problem:  # the trace's header and the lifelines' stores carry every input
+            raise ChoreographyError(f"input {declared.name!r} {problem}"[:300], where)
     return values
 
 

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
 import attrs
 import zmq
 
 from choreo.errors import ChoreographyError
+
+_LONGEST = 16 << 20  # characters of a connection file: keys and addresses, a few kB a lifeline
 
 
 class JoinError(ChoreographyError):
@@ -76,10 +77,17 @@ class Connection:
     def read(cls, path: str, lifeline: str) -> "Connection":
         """``lifeline``'s connection from a host's connection file (``write_connections``)."""
         try:
+            if os.path.exists(path) and not os.path.isfile(path):  # a FIFO waits, /dev/zero
+                raise JoinError(f"{path}: a connection file is a regular file; this is not")
             if os.stat(path).st_mode & 0o077:
                 raise JoinError(f"{path}: a connection file holds secret keys and must be "
                                 f"readable by its owner only (chmod 600 {path})")
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read(_LONGEST + 1)
+            if len(text) > _LONGEST:
+                raise JoinError(f"{path}: longer than a connection file can be "
+                                f"({_LONGEST >> 20} MiB)")
+            data = json.loads(text)
         except OSError as error:
             raise JoinError(f"{path}: cannot read the connection file: {error.strerror}") from None
         except ValueError as error:

@@ -338,7 +338,7 @@ def test_cpl_show_escapes_control_characters_in_labels(capsys, tmp_path):
                     "A, B = c.lifelines('A', 'B')\n"
                     "x = c.var('x', int)\n"
                     "c.set(A, x=1)\n"
-                    "c.send(A, B, x, label='m\\x00\\x1b[2J\\ud800')\n")
+                    "c.send(A, B, x, label='m\\x00\\x1b[2J')\n")
     assert main(["show", str(path)]) == 0
     out, err = capsys.readouterr()
-    assert '"m\\x00\\x1b[2J\\ud800"' in out and err == ""
+    assert '"m\\x00\\x1b[2J"' in out and err == ""

@@ -164,3 +164,60 @@ def test_a_hosts_file_that_is_no_file_or_too_long_is_refused_at_once(tmp_path):
                                  "--hosts", path], capture_output=True, text=True, timeout=30)
         assert result.returncode == 2
         assert result.stderr == f"cpl run: --hosts: {path} {expected}\n"
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ('c = Choreography("s\\ud800")', "the choreography's name holds 's\\ud800', a lone "
+                                     "surrogate"),
+    ('c.send(A, B, x, label="m\\ud800")', "the label holds 'm\\ud800', a lone surrogate"),
+    ('c.set(A, x="v\\udfff")', "c.set gives x a value that holds 'v\\udfff', a lone surrogate"),
+    ('c.set(A, x=2 ** 70)', "c.set gives x a value that holds an integer outside the 64 bits"),
+    ('c.input("n", object, default="q\\ud800")', "input 'n' holds 'q\\ud800', a lone surrogate"),
+])
+@pytest.mark.parametrize("mode", [("--sim",), ()])
+def test_a_choreography_text_no_trace_holds_is_refused_before_the_run(tmp_path, body, expected,
+                                                                    mode):
+    """Names, labels, constants and defaults reach every trace: refused as the choreography's
+    error (exit 2), where the run used to end in an internal error of the trace writer."""
+    lines = ['c = Choreography("s")', 'A, B = c.lifelines("A", "B")', 'x = c.var("x", object, init=0)',
+             'c.send(A, B, x)']
+    lines.insert(0 if body.startswith("c = ") else 3, body)
+    if body.startswith("c = "):
+        del lines[1]
+    path = write(tmp_path, "\n".join(lines) + "\n")
+    result = cpl("run", path, *mode, "--trace", tmp_path / "t.jsonl")
+    assert result.returncode == 2, result.stderr
+    assert expected in result.stderr
+    assert "internal error" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_argument_of_bytes_no_utf8_decodes_is_refused(tmp_path):
+    """A shell passes bytes; Python reads undecodable ones as lone surrogates."""
+    path = write(tmp_path, """
+c = Choreography("seen")
+A, B = c.lifelines("A", "B")
+seen = c.input("seen", str, at=A)
+c.send(A, B, seen)
+""")
+    result = subprocess.run([sys.executable, "-m", "runtime.cli", "run", path, "--sim",
+                             "--arg", b"seen=\xed\xa0\x80"], capture_output=True,
+                            text=True, timeout=30)
+    assert result.returncode == 2, result.stderr
+    assert "input 'seen' holds '\\udced\\udca0\\udc80', a lone surrogate" in result.stderr
+
+
+@pytest.mark.parametrize("command", [["check", "x == 1", "--schema"],
+                                     ["lifeline", "A", "--connection"]])
+def test_schema_and_connection_files_are_regular_and_bounded(tmp_path, command):
+    import os
+    fifo, zero, long = tmp_path / "fifo.json", tmp_path / "zero.json", tmp_path / "long.json"
+    os.mkfifo(fifo, 0o600)
+    zero.symlink_to("/dev/zero")
+    with open(long, "w") as handle:
+        handle.truncate((16 << 20) + 1)
+    long.chmod(0o600)
+    for path, expected in ((fifo, "regular file"), (zero, "regular file"), (long, "16 MiB")):
+        result = subprocess.run([sys.executable, "-m", "runtime.cli", *command, path],
+                                capture_output=True, text=True, timeout=30)
+        assert result.returncode == 2, result.stderr
+        assert expected in result.stderr and "Traceback" not in result.stderr

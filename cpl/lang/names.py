@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 from pathlib import Path
 
 import attrs
@@ -17,6 +18,8 @@ import attrs
 from . import ast
 from ..errors import GuardError, ResolveError
 from .predicates import DEFAULT, Registry
+
+MAX_SCHEMA = 16 << 20  # characters of a --schema file: names only, so megabytes at most
 
 
 @attrs.frozen
@@ -44,8 +47,15 @@ class Schema:
 
     @classmethod
     def load(cls, path: str | Path) -> "Schema":
+        if os.path.exists(path) and not os.path.isfile(path):  # a FIFO waits, a device never ends
+            raise _schema_error(str(path), "cannot read the schema: it is not a regular file")
         try:
-            data = json.loads(Path(path).read_text(encoding="utf-8"))
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read(MAX_SCHEMA + 1)
+            if len(text) > MAX_SCHEMA:
+                raise _schema_error(str(path), f"the schema is longer than {MAX_SCHEMA >> 20} "
+                                    f"MiB, far more than any choreography declares")
+            data = json.loads(text)
         except OSError as error:
             raise _schema_error(str(path), f"cannot read the schema: {error.strerror}") from None
         except (ValueError, UnicodeDecodeError) as error:
