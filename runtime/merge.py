@@ -22,6 +22,7 @@ import heapq
 import json
 import os
 import re
+import resource
 import stat
 from typing import Iterator
 
@@ -65,6 +66,7 @@ def read_log(path: str, lifeline: str | None = None) -> Iterator[dict]:
 def merge(logs: dict[str, Iterator[dict]], lifelines: tuple[str, ...], write) -> dict:
     """Write every placeable event, in causal order with its ``vc``; returns what the trace's
     ``meta`` should add: ``in_transit`` (sends never received) and ``unplaced``."""
+    _room_for(len(lifelines))
     clocks = Clocks(lifelines)
     waiting: dict[str, list] = {}  # msg id -> (lifeline, its next event, which receives it)
     heads: list = []  # (time, order, lifeline, event) of placeable next events
@@ -104,3 +106,13 @@ def merge(logs: dict[str, Iterator[dict]], lifelines: tuple[str, ...], write) ->
         advance(name)
     unplaced = sum(len(names) for names in waiting.values()) + malformed
     return {"in_transit": clocks.in_transit, "unplaced": unplaced}
+
+
+def _room_for(logs: int) -> None:
+    """Every log is open at once while merging, and a log that cannot be opened reads as
+    empty: lift this process's soft limit on open files (often 1,024) to fit them all."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = logs + 256  # and the sockets, the trace and the interpreter's own
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (
+            wanted if hard == resource.RLIM_INFINITY else min(wanted, hard), hard))

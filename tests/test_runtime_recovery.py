@@ -306,3 +306,31 @@ def test_a_log_line_longer_than_the_limit_ends_that_log(tmp_path, monkeypatch):
     log = tmp_path / "0.jsonl"
     log.write_text(A_SEND + A_SEND.replace("A.1", "A.22").replace("A:1", "A:2"))
     assert [event["id"] for event in merge.read_log(str(log), "A")] == ["A.1"]
+
+
+def test_a_merge_opens_every_log_even_past_a_low_limit_on_open_files(tmp_path):
+    """Each log is open at once while merging; one that cannot be opened would read as empty,
+    and its lifeline's events would be silently lost."""
+    import json
+    import resource
+    import subprocess
+    import sys
+    lifelines = [f"L{i}" for i in range(300)]
+    for index, name in enumerate(lifelines):
+        event = {"id": f"{name}.1", "lifeline": name, "kind": "act", "set": {"x": index},
+                 "time": float(index)}
+        (tmp_path / f"{index}.jsonl").write_text(json.dumps(event) + "\n")
+    script = (
+        "import sys\n"
+        "from runtime.merge import merge, read_log\n"
+        f"names = tuple({lifelines!r})\n"
+        f"logs = {{n: read_log(r'{tmp_path}/' + str(i) + '.jsonl', n) "
+        "for i, n in enumerate(names)}\n"
+        "written = []\n"
+        "merge(logs, names, written.append)\n"
+        "print(len(written))\n")
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (64, 20_000)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(len(lifelines))
