@@ -233,7 +233,7 @@ def test_schema_load_missing_file(tmp_path):
     with pytest.raises(cpl.GuardError) as caught:
         Schema.load(path)
     assert str(caught.value) == f"{path}: error: cannot read the schema: No such file or directory"
-    with pytest.raises(cpl.GuardError, match="Is a directory"):
+    with pytest.raises(cpl.GuardError, match="it is not a regular file"):
         Schema.load(tmp_path)
 
 
