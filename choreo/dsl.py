@@ -74,8 +74,8 @@ class Choreography(Declarations, Blocks):
         if not (isinstance(name, str) and name):
             raise ChoreographyError("a choreography needs a name, e.g. Choreography('review')",
                                     self.where)
-        if value_problem(name):  # its traces carry the name
-            raise ChoreographyError(f"the choreography's name {value_problem(name)}, so no "
+        if problem := value_problem(name):  # its traces carry the name
+            raise ChoreographyError(f"the choreography's name {problem}, so no "
                                     f"trace could hold it", self.where)
         if control not in CONTROL:
             raise ChoreographyError(f"control must be one of {', '.join(CONTROL)}, "
@@ -140,10 +140,9 @@ class Choreography(Declarations, Blocks):
             if declared and not model.conforms(value, declared.type):
                 self._problem(f"{var_name} is {model.type_name(declared.type)}, "
                               f"but c.set gives it {value!r}", where, "type")
-            elif value_problem(value, (list, tuple), recorded=True):
-                self._problem(f"c.set gives {var_name} a value that "
-                              f"{value_problem(value, (list, tuple), recorded=True)}, so no "
-                              f"trace could hold it", where, "value")
+            elif problem := value_problem(value, (list, tuple), recorded=True):
+                self._problem(f"c.set gives {var_name} a value that {problem}, so no trace "
+                              f"could hold it", where, "value")
         text = label or "set " + ", ".join(f"{k}={v!r}" for k, v in values.items())
         self._append(Act(self._id(), name or "?", None, names, (), text,
                          tuple(values.items()), where))

@@ -69,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
     except TraceError as error:
         complain(f"error: {error}")
         from cpl.trace import unfinished
-        if error.origin and unfinished(error.origin):  # a killed run's trace, its logs beside it
-            complain(f"note: {unfinished(error.origin)}")
+        if error.origin and (note := unfinished(error.origin)):  # a killed run's, logs beside
+            complain(f"note: {note}")
         return EXIT_FAILED
     except KeyboardInterrupt:
         print("cpl: interrupted", file=sys.stderr)
