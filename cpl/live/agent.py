@@ -16,11 +16,11 @@ import threading
 from types import MappingProxyType
 from typing import Mapping
 
-from ..monitor import Monitor
+from ..monitor import Metadata, Monitor
 from ..trace import Event
 from .errors import LiveError, NotOwner, TokenRefused, UnknownLifeline
 from .log import AgentLog
-from .token import VERSION, Token, read, sign
+from .token import MAX_TOKEN, VERSION, Token, read, sign
 
 REPLAY_WINDOW = 4096  # messages per sender remembered above the highest contiguous one
 _EMPTY: Mapping = MappingProxyType({})
@@ -41,6 +41,7 @@ class Agent:
         self.seen = {name: 0 for name in system.program.carried}  # frontier: B -> B-events seen
         self._received: dict[str, tuple[int, set]] = {}  # sender -> (floor, seqs above it)
         self._lock = threading.Lock()
+        self._ships_values = any(e.variables for e in system.program.exports)
         self._log = AgentLog.open(log, system, lifeline, fsync) if log is not None else None
 
     # ------------------------------------------------------------------ events
@@ -61,6 +62,8 @@ class Agent:
                             f"two agents (use act for a local event)")
         label = _label(label) or ""
         with self._lock:
+            if self._ships_values:
+                self._check_size(to)
             metadata = self.monitor.send()
             self.sent += 1
             fields = [VERSION, self.system.signature, self.lifeline, to, self.sent, label]
@@ -148,6 +151,17 @@ class Agent:
                                            MappingProxyType(updates) if updates else _EMPTY,
                                            label, guard, outcome, None, None, None)))
         return ident
+
+    def _check_size(self, to: str) -> None:
+        """A token carries the ``@B.x`` values this agent has seen: one too large for any
+        receiver is refused here, before the send is taken, not lost on the way."""
+        views = self.monitor.varviews
+        size = len(Metadata(tuple(self.seen.values()), (0,) * len(views),
+                            tuple(map(tuple, views))).encode())
+        if size > MAX_TOKEN - 1024:
+            raise LiveError(f"{self.lifeline} cannot send to {to}: the values guards read "
+                            f"(@B.x) make its token {size:,} bytes, more than a token holds "
+                            f"({MAX_TOKEN:,}); keep such variables small (an id, a hash)")
 
     def _check_clock(self, token: Token) -> None:
         """Nobody saw more of my events than I took; the sender's own entry counts at least

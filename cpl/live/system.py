@@ -26,19 +26,24 @@ MAX_NAME = 200  # characters of a lifeline, label or variable name
 class System:
     """``System(lifelines, guards, variables)``: ``guards`` maps a label to ``(owner, guard)``;
     ``variables`` are the names agents set (a bare word in a guard that is not one of them
-    is a constant: ``status == passed``).  ``init`` gives lifelines their starting values;
-    with ``secret`` (bytes) every token is signed and an unsigned or forged one refused."""
+    is a constant: ``status == passed``; ``symbols``, when given, lists the constants
+    allowed).  ``init`` gives lifelines their starting values; with ``secret`` (bytes)
+    every token is signed and an unsigned or forged one refused.  ``System.from_schema``
+    takes the lifelines, variables and symbols from a schema, as ``cpl check`` does."""
 
     def __init__(self, lifelines: Iterable[str], guards: Mapping[str, tuple[str, str]],
                  variables: Iterable[str], *, init: Mapping[str, Mapping] | None = None,
-                 secret: bytes | None = None, predicates: Registry = DEFAULT):
+                 secret: bytes | None = None, symbols: Iterable[str] | None = None,
+                 predicates: Registry = DEFAULT):
         self.lifelines = _names(lifelines, "lifeline")
         self.variables = frozenset(_names(variables, "variable", empty=True))
         self.init = _init(init, self.lifelines, self.variables)
         if secret is not None and not (isinstance(secret, bytes) and len(secret) >= 16):
             raise LiveError("secret must be bytes, at least 16 of them (os.urandom(32) makes one)")
         self.secret = secret
-        schema = Schema(self.lifelines, self.variables, None, predicates)
+        schema = Schema(self.lifelines, self.variables,
+                        None if symbols is None else frozenset(_names(symbols, "symbol", True)),
+                        predicates)
         self.guards: dict[str, tuple[str, object]] = {}  # label -> (owner, CheckedGuard)
         if not isinstance(guards, Mapping):
             raise LiveError("guards must map each label to (owner, guard text)")
@@ -65,6 +70,18 @@ class System:
                        for label, (owner, guard) in sorted(self.guards.items())]},
             ensure_ascii=True).encode()).hexdigest()[:16]
         self.signature = bytes.fromhex(self.fingerprint)  # what a token carries of it
+
+    @classmethod
+    def from_schema(cls, schema, guards: Mapping[str, tuple[str, str]], **options) -> "System":
+        """The system of a schema (a ``cpl.Schema``, or the path of the JSON file ``cpl check
+        --schema`` reads): its lifelines, variables and symbols."""
+        if not isinstance(schema, Schema):
+            schema = Schema.load(schema)
+        if schema.lifelines is None or schema.variables is None:
+            raise LiveError("the schema must list its lifelines and vars: a system's agents and "
+                            "the variables they set are fixed up front")
+        return cls(schema.lifelines, guards, sorted(schema.variables), symbols=schema.symbols,
+                   predicates=schema.predicates, **options)
 
     @property
     def labels(self) -> tuple[str, ...]:
