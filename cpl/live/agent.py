@@ -42,6 +42,7 @@ class Agent:
         self._received: dict[str, tuple[int, set]] = {}  # sender -> (floor, seqs above it)
         self._lock = threading.Lock()
         self._ships_values = any(e.variables for e in system.program.exports)
+        self._sized: list = []  # the @B.x values whose token size was last checked
         self._log = AgentLog.open(log, system, lifeline, fsync) if log is not None else None
 
     # ------------------------------------------------------------------ events
@@ -62,7 +63,7 @@ class Agent:
                             f"two agents (use act for a local event)")
         label = _label(label) or ""
         with self._lock:
-            if self._ships_values:
+            if self._ships_values and self.monitor.varviews != self._sized:
                 self._check_size(to)
             metadata = self.monitor.send()
             self.sent += 1
@@ -158,7 +159,9 @@ class Agent:
         views = self.monitor.varviews
         size = len(Metadata(tuple(self.seen.values()), (0,) * len(views),
                             tuple(map(tuple, views))).encode())
-        if size > MAX_TOKEN - 1024:
+        if size <= MAX_TOKEN - 1024:
+            self._sized = list(views)
+        else:
             raise LiveError(f"{self.lifeline} cannot send to {to}: the values guards read "
                             f"(@B.x) make its token {size:,} bytes, more than a token holds "
                             f"({MAX_TOKEN:,}); keep such variables small (an id, a hash)")
