@@ -9,9 +9,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings, strategies as st
 
+from cpl.lang import to_text
 from cpl.live import System
 from cpl.trace import load_trace
+from strategies import formulas, small_ints
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "embedding" / "asyncio_review.py"
@@ -154,3 +157,23 @@ def test_the_extras_name_every_adapter_and_test_installs_them():
     for extra in ("langgraph", "openai-agents", "mcp", "http"):
         assert extras[extra], extra
         assert set(extras[extra]) <= set(extras["test"]), extra
+
+
+@settings(max_examples=60, deadline=None)
+@given(formulas(("A", "B"), ("x", "y"), ("passed",), max_leaves=8, literals=small_ints()),
+       st.lists(st.tuples(st.sampled_from(["act A", "act B", "A->B", "B->A"]),
+                          st.integers(0, 2)), max_size=8))
+def test_explain_agrees_with_holds_and_never_fails(formula, steps):
+    """Whatever the guard and the events, the explanation's value is the guard's and every
+    step has a value: nothing in the tree is read from outside the agent's monitor."""
+    s = System(["A", "B"], {"g": ("B", to_text(formula))}, ["x", "y"])
+    agents = {name: s.agent(name) for name in s.lifelines}
+    for step, value in steps:
+        if step.startswith("act"):
+            agents[step[-1]].act(x=value, y=value % 2)
+        else:
+            sender, receiver = step.split("->")
+            agents[receiver].receive(agents[sender].send(receiver), x=value)
+    explanation = agents["B"].explain("g")
+    assert explanation.value == agents["B"].holds("g")
+    assert explanation.to_text().count("\n") >= 5
