@@ -177,3 +177,11 @@ def test_explain_agrees_with_holds_and_never_fails(formula, steps):
     explanation = agents["B"].explain("g")
     assert explanation.value == agents["B"].holds("g")
     assert explanation.to_text().count("\n") >= 5
+
+
+def test_a_runs_parts_folder_is_merged_alone(tmp_path):
+    _logs(tmp_path, system())
+    (tmp_path / "t.jsonl.parts").mkdir()
+    (tmp_path / "t.jsonl.parts" / "run.json").write_text("{}")
+    mixed = cpl("merge", "t.jsonl.parts", "logs", "-o", "t.jsonl", cwd=tmp_path)
+    assert mixed.returncode == 2 and "merge it alone" in mixed.stderr

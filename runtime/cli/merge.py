@@ -75,8 +75,11 @@ def _source(paths: list[str]):
     from cpl.trace import read_log
     from ..parts import IDENTITY, Parts, PartsError
 
-    if len(paths) == 1 and os.path.isdir(paths[0]) and not AgentLogs.among(paths[0]) \
-            or os.path.isfile(os.path.join(paths[0], IDENTITY)):
+    runs = [path for path in paths if os.path.isfile(os.path.join(path, IDENTITY))]
+    if runs and len(paths) > 1:
+        raise UsageError(f"{runs[0]} is a run's parts folder: merge it alone (its logs are "
+                         f"one run's, not agents' to merge with others)")
+    if runs or len(paths) == 1 and os.path.isdir(paths[0]) and not AgentLogs.among(paths[0]):
         try:
             parts = Parts.read(paths[0])
         except PartsError as error:
