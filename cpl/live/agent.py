@@ -30,7 +30,7 @@ class Agent:
     """Made by ``System.agent(name)``; a context manager that closes its log."""
 
     def __init__(self, system, lifeline: str, *, log: str | None = None, fsync: bool = False):
-        if lifeline not in system.program._positions:
+        if not isinstance(lifeline, str) or lifeline not in system.program._positions:
             raise UnknownLifeline(lifeline, system.lifelines)
         self.system = system
         self.lifeline = lifeline
@@ -54,7 +54,7 @@ class Agent:
 
     def send(self, to: str, label: str | None = None, /) -> Token:
         """A send to ``to``: the token to pass on with the message."""
-        if to not in self.system.program._positions:
+        if not isinstance(to, str) or to not in self.system.program._positions:
             raise UnknownLifeline(to, self.system.lifelines)
         if to == self.lifeline:
             raise LiveError(f"{self.lifeline} cannot send to itself: a message goes between "
