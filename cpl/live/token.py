@@ -149,7 +149,7 @@ def _decode(data: bytes, system) -> Token:
                            "hand)" if signature else "it is unsigned, and this system "
                            "signs every token")
     try:
-        decoded = Metadata.decode(metadata, system.program.shape)
+        decoded = Metadata.decode(metadata, system.shape)
     except MetadataError as error:
         raise TokenRefused("malformed", str(error)) from None
     for view in decoded.vars:
@@ -176,7 +176,7 @@ def _check_built(token: Token, system) -> None:
     if not (isinstance(token.sender, str) and isinstance(token.receiver, str)
             and type(token.seq) is int and token.seq > 0 and isinstance(token.label, str)
             and isinstance(token.signature, bytes) and isinstance(metadata, Metadata)
-            and _shaped(metadata, system.program.shape)):
+            and _shaped(metadata, system.shape)):
         raise TokenRefused("malformed", "a token field has the wrong type")
 
 
