@@ -277,6 +277,7 @@ def test_hand_built_tokens_are_refused_whole(world, vc, views, variables, system
     lambda m: m._replace(views=()),  # the monitor took the clock, then read past the views
     lambda m: m._replace(vars=((),) * len(m.vars)),  # was taken: views of no variable
     lambda m: m._replace(vc=("1",) * len(m.vc)),
+    lambda m: m._replace(vc=(2 ** 70,) * len(m.vc)),  # was taken, then no send could encode
     lambda m: m._replace(views=(2 ** 80,) * len(m.views)),  # signed: did not encode
     lambda m: m._replace(vars=tuple((float("nan"),) * len(v) for v in m.vars)),
     lambda m: "not metadata"])
@@ -288,6 +289,10 @@ def test_a_token_built_with_bad_metadata_is_refused_whole(world, change):
 @pytest.mark.parametrize("field", ["system", "label", "signature", "seq"])
 def test_a_token_built_with_a_field_of_the_wrong_type_is_refused(world, field):
     refused(world.committer, attrs.evolve(world.token, **{field: ["wrong"]}), "malformed")
+
+
+def test_a_token_built_with_a_seq_no_message_can_have_is_refused(world):
+    refused(world.committer, attrs.evolve(world.token, seq=2 ** 70), "malformed")
 
 
 @st.composite

@@ -56,7 +56,7 @@ class AgentLog:
 
     def write(self, data: dict) -> None:
         """One event, ``data`` its fields as a trace holds them (``Event.to_dict``'s form,
-        built directly by the agent: a tenth of a logged event's cost went to the Event)."""
+        built directly by the agent: a fifth of a logged event's cost went to the Event)."""
         data["time"] = round(time.time(), 6)
         self._line(data)
 

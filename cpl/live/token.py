@@ -39,6 +39,7 @@ MAX_TOKEN = 12 * 1024  # bytes of the binary form
 MAX_TOKEN_TEXT = len(PREFIX) + (MAX_TOKEN * 4 + 2) // 3  # fits any HTTP server's header limit
 _FIELDS = 8
 _SIGNATURE = 16
+_BEYOND = 2**64  # no msgpack integer (a decoded token's clock or seq) reaches it
 
 
 @attrs.frozen
@@ -174,8 +175,9 @@ def _check_built(token: Token, system) -> None:
     one is, or the monitor would read past a view, or half-take it and then fail."""
     metadata = token.metadata
     if not (isinstance(token.sender, str) and isinstance(token.receiver, str)
-            and type(token.seq) is int and token.seq > 0 and isinstance(token.label, str)
-            and isinstance(token.signature, bytes) and isinstance(metadata, Metadata)
+            and type(token.seq) is int and 0 < token.seq < _BEYOND
+            and isinstance(token.label, str) and isinstance(token.signature, bytes)
+            and isinstance(metadata, Metadata)
             and _shaped(metadata, system.shape)):
         raise TokenRefused("malformed", "a token field has the wrong type")
 
@@ -189,7 +191,7 @@ def _shaped(metadata: Metadata, shape) -> bool:
         return False
     for clock, view, values, bits, count in zip(vc, views, variables, shape.bits,
                                                 shape.variables):
-        if not (type(clock) is int and clock >= 0 and type(view) is int and view >= 0
+        if not (type(clock) is int and 0 <= clock < _BEYOND and type(view) is int and view >= 0
                 and not view >> bits and type(values) is tuple and len(values) == count):
             return False
         for value in values:
