@@ -82,8 +82,7 @@ class Run:
         kind = data.draw(st.sampled_from(("act", "send", "send", "recv", "recv", "decide")))
         who = self.agents[data.draw(st.sampled_from(self.system.lifelines))]
         if kind == "act":
-            label = data.draw(st.none() | st.just("work"))
-            who.act(label, **data.draw(_updates())) if label else who.act(**data.draw(_updates()))
+            who.act(data.draw(st.sampled_from((None, "work"))), **data.draw(_updates()))
         elif kind == "send":
             to = data.draw(st.sampled_from([n for n in self.system.lifelines if n != who.lifeline]))
             self.pending.append(who.send(to, data.draw(st.sampled_from(("", "m")))))

@@ -308,7 +308,7 @@ def hostile(draw, world):
     if kind == "cut":
         whole = draw(st.sampled_from(forms(token)[1:]))
         return whole[:draw(st.integers(0, len(whole) - 1))]
-    if kind == "flip" and world.system.secret is not None:
+    if kind == "flip" and world.system.secret is not None:  # unsigned, a flip may be a token
         data = bytearray(token.encode())
         data[draw(st.integers(0, len(data) - 1))] ^= 1 << draw(st.integers(0, 7))
         return bytes(data)
