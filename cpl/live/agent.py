@@ -13,24 +13,20 @@ its own log write).
 from __future__ import annotations
 
 import threading
-from types import MappingProxyType
-from typing import Mapping
 
 from ..monitor import Metadata, Monitor
-from ..trace import Event
 from .errors import LiveError, NotOwner, TokenRefused, UnknownLifeline
 from .log import AgentLog
 from .token import MAX_TOKEN, VERSION, Token, read, sign
 
 REPLAY_WINDOW = 4096  # messages per sender remembered above the highest contiguous one
-_EMPTY: Mapping = MappingProxyType({})
 
 
 class Agent:
     """Made by ``System.agent(name)``; a context manager that closes its log."""
 
     def __init__(self, system, lifeline: str, *, log: str | None = None, fsync: bool = False):
-        if lifeline not in system.program._positions:
+        if not isinstance(lifeline, str) or lifeline not in system.program._positions:
             raise UnknownLifeline(lifeline, system.lifelines)
         self.system = system
         self.lifeline = lifeline
@@ -56,7 +52,7 @@ class Agent:
 
     def send(self, to: str, label: str | None = None, /) -> Token:
         """A send to ``to``: the token to pass on with the message."""
-        if to not in self.system.program._positions:
+        if not isinstance(to, str) or to not in self.system.program._positions:
             raise UnknownLifeline(to, self.system.lifelines)
         if to == self.lifeline:
             raise LiveError(f"{self.lifeline} cannot send to itself: a message goes between "
@@ -67,11 +63,12 @@ class Agent:
                 self._check_size(to)
             metadata = self.monitor.send()
             self.sent += 1
-            fields = [VERSION, self.system.signature, self.lifeline, to, self.sent, label]
-            token = Token(*fields[1:], metadata, sign(fields + [metadata.encode()],
-                                                      self.system.secret)
-                          if self.system.secret is not None else b"")
-            self._took("send", to=to, msg=token.msg, label=label or None)
+            system, seq = self.system, self.sent
+            token = Token(system.signature, self.lifeline, to, seq, label, metadata, b"" if
+                          system.secret is None else sign([VERSION, system.signature,
+                                                           self.lifeline, to, seq, label,
+                                                           metadata.encode()], system.secret))
+            self._took("send", to=to, msg=f"{self.lifeline}:{seq}", label=label or None)
             return token
 
     def receive(self, token, /, **updates) -> str:
@@ -147,10 +144,13 @@ class Agent:
         if self.lifeline in self.seen:
             self.seen[self.lifeline] = self.taken
         ident = f"{self.lifeline}.{self.taken}"
-        if self._log is not None:
-            self._log.write(Event.checked((ident, self.lifeline, kind, to, msg,
-                                           MappingProxyType(updates) if updates else _EMPTY,
-                                           label, guard, outcome, None, None, None)))
+        if self._log is not None:  # a trace event's fields, in its order, absent ones left out
+            data = {"id": ident, "lifeline": self.lifeline, "kind": kind}
+            for name, value in (("to", to), ("msg", msg), ("set", updates or None),
+                                ("label", label), ("guard", guard), ("outcome", outcome)):
+                if value is not None:
+                    data[name] = value
+            self._log.write(data)
         return ident
 
     def _check_size(self, to: str) -> None:

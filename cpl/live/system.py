@@ -64,6 +64,7 @@ class System:
                 raise
         self.program = compile_guards(self._roots(), self.lifelines, predicates=predicates)
         self.carried = {name: i for i, name in enumerate(self.program.carried)}
+        self.shape = self.program.shape  # a property that builds it: once per token is too often
         self.fingerprint = hashlib.sha256(json.dumps({
             "lifelines": self.lifelines, "variables": sorted(self.variables),
             "guards": [[label, owner, guard.canonical]

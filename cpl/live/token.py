@@ -39,6 +39,7 @@ MAX_TOKEN = 12 * 1024  # bytes of the binary form
 MAX_TOKEN_TEXT = len(PREFIX) + (MAX_TOKEN * 4 + 2) // 3  # fits any HTTP server's header limit
 _FIELDS = 8
 _SIGNATURE = 16
+_BEYOND = 2**64  # no msgpack integer (a decoded token's clock or seq) reaches it
 
 
 @attrs.frozen
@@ -92,12 +93,12 @@ def sign(fields: list, secret: bytes | None) -> bytes:
 def read(token, system) -> Token:
     """The ``Token`` that ``token`` (a ``Token``, its text or its bytes) is, checked against
     ``system``: anything else is ``TokenRefused``."""
-    if isinstance(token, Token):
-        data = token.encode() if system.secret is not None else None
-        if data is None:  # one this process made or built: its fields are typed already
-            _check_system(token.system, system)
-            _check_built(token, system)
+    if isinstance(token, Token):  # made or built in this process: checked as a decoded one
+        _check_system(token.system, system)
+        _check_built(token, system)
+        if system.secret is None:
             return token
+        data = token.encode()  # typed now, so it encodes; its signature is checked below
     elif isinstance(token, str):
         data = _from_text(token)
     elif isinstance(token, (bytes, bytearray, memoryview)):
@@ -149,7 +150,7 @@ def _decode(data: bytes, system) -> Token:
                            "hand)" if signature else "it is unsigned, and this system "
                            "signs every token")
     try:
-        decoded = Metadata.decode(metadata, system.program.shape)
+        decoded = Metadata.decode(metadata, system.shape)
     except MetadataError as error:
         raise TokenRefused("malformed", str(error)) from None
     for view in decoded.vars:
@@ -162,15 +163,38 @@ def _decode(data: bytes, system) -> Token:
 
 def _check_system(fingerprint: bytes, system) -> None:
     if fingerprint != system.signature:
+        if not isinstance(fingerprint, bytes):  # only a Token built by hand
+            raise TokenRefused("malformed", "a token field has the wrong type")
         raise TokenRefused("foreign", f"made by another system ({fingerprint.hex()[:16]!r}, "
                            f"this one is {system.fingerprint!r}): its lifelines, guards or "
                            f"variables differ")
 
 
 def _check_built(token: Token, system) -> None:
-    """A ``Token`` built in this process rather than decoded: typed as a decoded one is."""
-    entries = len(system.program.carried)
+    """A ``Token`` built in this process rather than decoded: typed and shaped as a decoded
+    one is, or the monitor would read past a view, or half-take it and then fail."""
+    metadata = token.metadata
     if not (isinstance(token.sender, str) and isinstance(token.receiver, str)
-            and type(token.seq) is int and token.seq > 0 and isinstance(token.label, str)
-            and isinstance(token.metadata, Metadata) and len(token.metadata.vc) == entries):
+            and type(token.seq) is int and 0 < token.seq < _BEYOND
+            and isinstance(token.label, str) and isinstance(token.signature, bytes)
+            and isinstance(metadata, Metadata)
+            and _shaped(metadata, system.shape)):
         raise TokenRefused("malformed", "a token field has the wrong type")
+
+
+def _shaped(metadata: Metadata, shape) -> bool:
+    """Whether ``metadata`` has the clock, views and variable views ``Metadata.decode``
+    gives for ``shape``, each value one a trace holds."""
+    vc, views, variables = metadata
+    if not (type(vc) is type(views) is type(variables) is tuple
+            and len(vc) == len(views) == len(variables) == len(shape.bits)):
+        return False
+    for clock, view, values, bits, count in zip(vc, views, variables, shape.bits,
+                                                shape.variables):
+        if not (type(clock) is int and 0 <= clock < _BEYOND and type(view) is int and view >= 0
+                and not view >> bits and type(values) is tuple and len(values) == count):
+            return False
+        for value in values:
+            if value is not UNSET and value_problem(value, (list, tuple), recorded=True):
+                return False
+    return True
