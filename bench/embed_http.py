@@ -1,0 +1,159 @@
+"""Per-request overhead of the HTTP adapter, against the same app unguarded in the same run.
+
+Three uvicorn servers on 127.0.0.1 (one process each) serve the same Starlette route
+``POST /deploy?version=v2``: *plain* (no middleware, a plain httpx client), *guarded* (the
+middleware decides the deploy guard, which holds, and the client's hooks carry tokens both
+ways; no logs) and *guarded+logs* (the same, both agents recording). One keep-alive client
+per server; rounds interleave the servers; each round times N requests one by one. Prints
+the median over rounds of each round's p50 and p90, and the ratio to *plain*.
+
+    python bench/embed_http.py [--requests N] [--rounds R] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from causal_guards.http import CausalMiddleware, GuardedRoute, causal_hooks
+from cpl.live import System
+
+SECRET_VARIABLE = "CPL_BENCH_SECRET"
+KINDS = ("plain", "guarded", "guarded+logs")
+
+
+def bench_system() -> System:
+    return System(["Author", "Reviewer", "Deployer"],
+                  {"deploy": ("Deployer", "@Reviewer(approved == true) && @Reviewer.version == version")},
+                  variables=["approved", "version"],
+                  secret=bytes.fromhex(os.environ[SECRET_VARIABLE]))
+
+
+def app(kind: str, logs: str) -> Starlette:
+    async def deploy(request: Request) -> JSONResponse:
+        return JSONResponse({"deployed": request.query_params["version"]})
+
+    routes = [Route("/deploy", deploy, methods=["POST"])]
+    if kind == "plain":
+        return Starlette(routes=routes)
+    agent = bench_system().agent("Deployer", log=logs if kind == "guarded+logs" else None)
+    guards = {"/deploy": GuardedRoute("deploy", query=["version"])}
+    return Starlette(routes=routes, middleware=[Middleware(CausalMiddleware, agent=agent, guards=guards)])
+
+
+def serve(kind: str, logs: str) -> None:
+    """The server process: print ``PORT n``, serve until standard input closes."""
+    # proto given: asyncio sets TCP_NODELAY on accepted sockets only when it is IPPROTO_TCP
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()  # before the port is printed: a client may connect at once
+    server = uvicorn.Server(uvicorn.Config(app(kind, logs), log_level="warning", lifespan="off",
+                                           access_log=False))
+
+    def stop_at_end_of_input() -> None:
+        sys.stdin.read()
+        server.should_exit = True
+
+    threading.Thread(target=stop_at_end_of_input, daemon=True).start()
+    print(f"PORT {listener.getsockname()[1]}", flush=True)
+    asyncio.run(server.serve(sockets=[listener]))
+
+
+def start(kind: str, logs: str) -> tuple[subprocess.Popen, str]:
+    process = subprocess.Popen([sys.executable, __file__, "--serve", kind, "--logs", logs],
+                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    line = process.stdout.readline()
+    if not line.startswith("PORT "):
+        raise SystemExit(f"the {kind} server did not start: {line!r}")
+    return process, f"http://127.0.0.1:{int(line.split()[1])}"
+
+
+def client(kind: str, base: str, logs: str) -> httpx.Client:
+    if kind == "plain":
+        return httpx.Client()
+    system = bench_system()
+    author = system.agent("Author", log=logs if kind == "guarded+logs" else None)
+    reviewer = system.agent("Reviewer")  # in this process: its approval reaches the Author
+    reviewer.act(approved=True, version="v2")
+    author.receive(reviewer.send("Author", "approved"))
+    return httpx.Client(event_hooks=causal_hooks(author, {base: "Deployer"}))
+
+
+def latencies(session: httpx.Client, url: str, count: int) -> list[float]:
+    """Seconds per request, each timed alone (the 200 is checked, outside the timing)."""
+    seconds = []
+    for _ in range(count):
+        started = time.perf_counter()
+        response = session.post(url)
+        seconds.append(time.perf_counter() - started)
+        if response.status_code != 200:
+            raise SystemExit(f"{url}: {response.status_code} {response.text}")
+    return seconds
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=2000)
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="200 requests, 3 rounds")
+    parser.add_argument("--serve", choices=KINDS, help=argparse.SUPPRESS)
+    parser.add_argument("--logs", help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.serve:
+        serve(arguments.serve, arguments.logs)
+        return
+    count, rounds = (200, 3) if arguments.quick else (arguments.requests, arguments.rounds)
+    os.environ[SECRET_VARIABLE] = os.urandom(32).hex()
+    with tempfile.TemporaryDirectory() as logs:
+        servers = {kind: start(kind, str(Path(logs) / "server")) for kind in KINDS}
+        try:
+            sessions = {kind: client(kind, base, str(Path(logs) / "client"))
+                        for kind, (_, base) in servers.items()}
+            urls = {kind: f"{base}/deploy?version=v2" for kind, (_, base) in servers.items()}
+            for kind in KINDS:
+                latencies(sessions[kind], urls[kind], max(100, count // 10))  # warm up
+            p50 = {kind: [] for kind in KINDS}
+            p90 = {kind: [] for kind in KINDS}
+            for round_number in range(rounds):
+                order = KINDS[round_number % 3:] + KINDS[:round_number % 3]
+                for kind in order:
+                    seconds = latencies(sessions[kind], urls[kind], count)
+                    p50[kind].append(percentile(seconds, 0.5))
+                    p90[kind].append(percentile(seconds, 0.9))
+        finally:
+            for process, _ in servers.values():
+                process.stdin.close()
+                process.wait(timeout=10)
+    print(f"{count} requests x {rounds} rounds per server, medians over rounds "
+          f"(uvicorn + Starlette on 127.0.0.1, httpx keep-alive client)")
+    plain50, plain90 = statistics.median(p50["plain"]), statistics.median(p90["plain"])
+    for kind in KINDS:
+        median50, median90 = statistics.median(p50[kind]), statistics.median(p90[kind])
+        print(f"{kind:>13}: p50 {median50 * 1e6:7.0f} us ({median50 / plain50:.3f}x plain)  "
+              f"p90 {median90 * 1e6:7.0f} us ({median90 / plain90:.3f}x plain)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,270 @@
+"""The HTTP adapter under real Starlette, uvicorn and httpx: guarded routes, tokens both
+ways, hostile headers (always a 4xx with a JSON body, never a 500, the monitor unchanged
+but for the recorded refusal), and the two-service example merged and re-checked."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+from starlette.routing import Route
+from starlette.testclient import TestClient
+
+from causal_guards.http import CausalMiddleware, GuardedRoute, Peers, causal_hooks, async_causal_hooks
+from cpl.live import MAX_TOKEN_TEXT, NotOwner, System, UnknownLabel
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "embedding" / "http"
+GUARD = "@Reviewer(approved == true) && @Reviewer.version == version"
+SECRET = b"release secret, 32 bytes long!!!"
+REVIEWER, DEPLOYER = "http://reviewer.test", "http://deployer.test"
+
+
+def release_system(secret: bytes = SECRET, guard: str = GUARD) -> System:
+    return System(["Author", "Reviewer", "Deployer"], {"deploy": ("Deployer", guard)},
+                  variables=["approved", "version", "deployed"], secret=secret)
+
+
+def deployer_app(agent) -> Starlette:
+    async def deploy(request: Request) -> JSONResponse:
+        agent.act("deploy", deployed=request.query_params["version"])
+        return JSONResponse({"deployed": request.query_params["version"]})
+
+    async def status(request: Request) -> JSONResponse:
+        return JSONResponse({"up": True})
+
+    async def stream(request: Request) -> StreamingResponse:
+        async def chunks():
+            for number in range(3):
+                yield f"chunk {number}\n".encode()
+        return StreamingResponse(chunks(), media_type="text/plain")
+
+    guards = {"/deploy": GuardedRoute("deploy", query=["version"])}
+    return Starlette(routes=[Route("/deploy", deploy, methods=["POST"]), Route("/status", status),
+                             Route("/stream", stream)],
+                     middleware=[Middleware(CausalMiddleware, agent=agent, guards=guards)])
+
+
+def reviewer_app(agent) -> Starlette:
+    async def review(request: Request) -> JSONResponse:
+        agent.act("approve", approved=True, version=request.query_params["version"])
+        return JSONResponse({"approved": request.query_params["version"]})
+
+    return Starlette(routes=[Route("/review", review, methods=["POST"])],
+                     middleware=[Middleware(CausalMiddleware, agent=agent)])
+
+
+@pytest.fixture
+def agents(tmp_path):
+    system = release_system()
+    made = {name: system.agent(name, log=tmp_path) for name in system.lifelines}
+    yield made
+    for agent in made.values():
+        agent.close()
+
+
+def test_the_deploy_guard_refuses_until_this_version_is_approved(agents):
+    author = agents["Author"]
+    hooks = causal_hooks(author, {REVIEWER: "Reviewer", DEPLOYER: "Deployer"})
+    with TestClient(deployer_app(agents["Deployer"]), base_url=DEPLOYER) as deployer, \
+            TestClient(reviewer_app(agents["Reviewer"]), base_url=REVIEWER) as reviewer:
+        deployer.event_hooks = reviewer.event_hooks = hooks
+        early = deployer.post("/deploy", params={"version": "v2"})
+        assert early.status_code == 403
+        assert early.json()["label"] == "deploy" and "Reviewer" in early.json()["explanation"]
+        assert "cpl-token" in early.headers  # the refusal is answered causally too
+        assert reviewer.post("/review", params={"version": "v2"}).status_code == 200
+        assert deployer.post("/deploy", params={"version": "v3"}).status_code == 403
+        allowed = deployer.post("/deploy", params={"version": "v2"})
+        assert allowed.status_code == 200 and allowed.json() == {"deployed": "v2"}
+        assert "cpl-token" in allowed.headers
+
+
+def test_unguarded_routes_without_a_token_pass_through_unrecorded(agents, tmp_path):
+    before = log_lines(tmp_path / "Deployer.jsonl")
+    with TestClient(deployer_app(agents["Deployer"]), base_url=DEPLOYER) as deployer:
+        response = deployer.get("/status")
+    assert response.status_code == 200 and "cpl-token" not in response.headers
+    assert log_lines(tmp_path / "Deployer.jsonl") == before
+
+
+def test_guards_are_checked_when_the_middleware_is_built(agents):
+    with pytest.raises(UnknownLabel):
+        CausalMiddleware(deployer_app(agents["Deployer"]), agent=agents["Deployer"],
+                         guards={"/deploy": "deplyo"})
+    with pytest.raises(NotOwner):
+        CausalMiddleware(deployer_app(agents["Reviewer"]), agent=agents["Reviewer"],
+                         guards={"/deploy": "deploy"})
+
+
+def test_peers_map_urls_to_lifelines_by_the_longest_base():
+    peers = Peers.of({"http://gw": "Reviewer", "http://gw/deploy/": "Deployer",
+                      "https://Svc:8443/api": "Author"})
+    assert peers.lifeline_for(httpx.URL("http://gw:80/deploy/v2")) == "Deployer"
+    assert peers.lifeline_for(httpx.URL("http://gw/deployment")) == "Reviewer"
+    assert peers.lifeline_for(httpx.URL("https://svc:8443/api")) == "Author"
+    assert peers.lifeline_for(httpx.URL("https://svc:8443/apix")) is None
+    assert peers.lifeline_for(httpx.URL("http://other/deploy")) is None
+    with pytest.raises(ValueError, match="http"):
+        Peers.of({"ftp://gw": "Reviewer"})
+
+
+def test_a_missing_or_repeated_query_value_is_a_400(agents):
+    author = agents["Author"]
+    with TestClient(deployer_app(agents["Deployer"]), base_url=DEPLOYER) as deployer:
+        deployer.event_hooks = causal_hooks(author, {DEPLOYER: "Deployer"})
+        for params in ({}, {"version": ["v1", "v2"]}):
+            response = deployer.post("/deploy", params=params)
+            assert response.status_code == 400 and "version" in response.json()["detail"]
+
+
+# -- hostile tokens ------------------------------------------------------------------------
+
+def hostile_headers(agents) -> dict[str, list[tuple[str, bytes]]]:
+    """Each case: the header lines of one request to the guarded /deploy?version=v2."""
+    author, reviewer = agents["Author"], agents["Reviewer"]
+    good = author.send("Deployer", "POST /deploy").text
+    stranger = release_system(guard="@Reviewer(approved == true)").agent("Author")
+    forger = release_system(secret=b"another secret, also 32 bytes!!").agent("Author")
+    rng = random.Random(17)
+    return {
+        "missing": [],
+        "random bytes": [("cpl-token", bytes(rng.randrange(256) for _ in range(200)))],
+        "random text": [("cpl-token", "".join(rng.choice("abcXYZ0189+/=-_") for _ in range(300)).encode())],
+        "truncated": [("cpl-token", good[: len(good) // 2].encode())],
+        "oversized": [("cpl-token", b"A" * (MAX_TOKEN_TEXT + 1))],
+        "other system": [("cpl-token", stranger.send("Deployer", "POST /deploy").text.encode())],
+        "forged": [("cpl-token", forger.send("Deployer", "POST /deploy").text.encode())],
+        "misaddressed": [("cpl-token", reviewer.send("Author", "approval").text.encode())],
+        "two headers": [("cpl-token", good.encode()), ("cpl-token", good.encode())],
+    }
+
+
+def test_hostile_tokens_are_4xx_with_a_body_and_leave_the_monitor_unchanged(agents, tmp_path):
+    deployer, log = agents["Deployer"], tmp_path / "Deployer.jsonl"
+    cases = hostile_headers(agents)
+    with TestClient(deployer_app(deployer), base_url=DEPLOYER,
+                    raise_server_exceptions=False) as client:
+        for case, headers in cases.items():
+            before_value, before_lines = deployer.holds("deploy"), log_lines(log)
+            response = client.post("/deploy?version=v2", headers=headers)
+            assert 400 <= response.status_code < 500, (case, response.status_code, response.text)
+            body = response.json()
+            assert body["header"] == "cpl-token" and body["detail"], case
+            assert deployer.holds("deploy") == before_value, case
+            added = log_lines(log)[len(before_lines):]
+            assert [event_label(line) for line in added] == [f"refused: {body['reason']}"], case
+
+
+def test_a_replayed_token_is_a_409_and_recorded_once(agents, tmp_path):
+    author, deployer = agents["Author"], agents["Deployer"]
+    token = author.send("Deployer", "POST /status").text
+    with TestClient(deployer_app(deployer), base_url=DEPLOYER) as client:
+        assert client.get("/status", headers={"cpl-token": token}).status_code == 200
+        before = log_lines(tmp_path / "Deployer.jsonl")
+        replayed = client.get("/status", headers={"cpl-token": token})
+    assert replayed.status_code == 409 and replayed.json()["reason"] == "replayed"
+    added = log_lines(tmp_path / "Deployer.jsonl")[len(before):]
+    assert [event_label(line) for line in added] == ["refused: replayed"]
+
+
+def test_a_hostile_token_in_a_response_is_refused_on_the_clients_record(agents, tmp_path):
+    async def lying(scope, receive, send):
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"cpl-token", b"not-a-token")]})
+        await send({"type": "http.response.body", "body": b"{}"})
+
+    client = TestClient(lying, base_url=DEPLOYER)  # not entered: this app has no lifespan
+    client.event_hooks = causal_hooks(agents["Author"], {DEPLOYER: "Deployer"})
+    assert client.get("/anything").status_code == 200
+    labels = [event_label(line) for line in log_lines(tmp_path / "Author.jsonl")]
+    assert labels[-1] == "refused: malformed"
+
+
+# -- a real socket ---------------------------------------------------------------------------
+
+class ServerThread:
+    """A uvicorn server on 127.0.0.1, a free port, in a thread of this process."""
+
+    def __init__(self, app) -> None:
+        self.server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0,
+                                                    log_level="warning", lifespan="off"))
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        while not self.server.started:
+            self.thread.join(0.01)
+            assert self.thread.is_alive(), "uvicorn did not start"
+        port = self.server.servers[0].sockets[0].getsockname()[1]
+        return f"http://127.0.0.1:{port}"
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+
+
+def test_over_a_real_socket_with_the_async_client(agents):
+    author = agents["Author"]
+
+    async def story(reviewer: str, deployer: str) -> list[httpx.Response]:
+        hooks = async_causal_hooks(author, {reviewer: "Reviewer", deployer: "Deployer"})
+        async with httpx.AsyncClient(event_hooks=hooks, timeout=10) as client:
+            return [await client.post(f"{deployer}/deploy?version=v2"),
+                    await client.post(f"{reviewer}/review?version=v2"),
+                    await client.post(f"{deployer}/deploy?version=v2"),
+                    await client.get(f"{deployer}/stream")]
+
+    with ServerThread(reviewer_app(agents["Reviewer"])) as reviewer, \
+            ServerThread(deployer_app(agents["Deployer"])) as deployer:
+        refused, reviewed, deployed, streamed = asyncio.run(story(reviewer, deployer))
+    assert [refused.status_code, reviewed.status_code, deployed.status_code] == [403, 200, 200]
+    assert streamed.text == "chunk 0\nchunk 1\nchunk 2\n" and "cpl-token" in streamed.headers
+    assert agents["Deployer"].holds("deploy")
+
+
+# -- the example -----------------------------------------------------------------------------
+
+def test_the_example_runs_and_its_merged_trace_rechecks(tmp_path):
+    environment = {**os.environ, "PYTHONPATH": str(ROOT)}
+    logs, trace = tmp_path / "logs", tmp_path / "release.jsonl"
+    story = run([sys.executable, str(EXAMPLE / "run.py"), "--logs", str(logs)], environment)
+    assert [line.split(":")[1].split()[0] for line in story.splitlines() if ": " in line[:40]
+            and line[0] != " "][:5] == ["403", "401", "200", "403", "200"]
+    assert sorted(path.name for path in logs.iterdir()) == [
+        "Author.jsonl", "Deployer.jsonl", "Reviewer.jsonl"]
+    cpl = [sys.executable, "-m", "runtime.cli"]
+    run([*cpl, "merge", str(logs), "-o", str(trace)], environment)
+    verdict = run([*cpl, "eval", str(trace)], environment)
+    assert "disagree" not in verdict and "agree" in verdict
+    run([*cpl, "render", str(trace), "-o", str(tmp_path / "release.svg")], environment)
+    assert (tmp_path / "release.svg").read_text().lstrip().startswith("<")
+
+
+def run(command: list[str], environment: dict[str, str]) -> str:
+    done = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def log_lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def event_label(line: dict) -> str | None:
+    return line.get("label")
