@@ -20,9 +20,11 @@ from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 
-from cpl.live import Agent, LiveError, Token, TokenRefused
+from cpl.live import Agent, LiveError, TokenRefused, UnknownLifeline
+from cpl.live.token import read as read_token  # who sent it: the reply goes back to them
 
 DEFAULT_HEADER = "cpl-token"
+MAX_QUERY_VALUE = 1000  # characters of a query value a request may put in the store
 
 # Why a token was refused -> the status that tells the caller whose mistake it is.
 STATUS_OF_REASON = {
@@ -87,8 +89,9 @@ class CausalMiddleware:
         self.header_key = header.lower().encode("latin-1")
         self.routes = {path: route if isinstance(route, GuardedRoute) else GuardedRoute(route)
                        for path, route in (guards or {}).items()}
-        for route in self.routes.values():
-            agent.holds(route.label)  # an unknown label or another lifeline's guard fails now
+        for route in self.routes.values():  # an unknown label or variable fails now, not later
+            agent.holds(route.label)
+            agent.system.check_updates(dict.fromkeys(route.query, ""))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -118,7 +121,7 @@ class CausalMiddleware:
         if isinstance(updates, Refusal):
             return updates
         try:
-            token = Token.from_text(values[0].decode("ascii"))
+            token = read_token(values[0].decode("ascii"), self.agent.system)
             self.agent.receive(token, **updates)
         except UnicodeDecodeError:
             return self._refuse("malformed", f"the {self.header!r} header is not ASCII text; "
@@ -149,6 +152,9 @@ class CausalMiddleware:
             if len(given) != 1:
                 return self._refuse("request", f"give the query parameter {name!r} exactly "
                                     f"once (given {len(given)} times)")
+            if len(given[0]) > MAX_QUERY_VALUE:
+                return self._refuse("request", f"the query parameter {name!r} is at most "
+                                    f"{MAX_QUERY_VALUE:,} characters")
             found[name] = given[0]
         return found
 
@@ -225,8 +231,9 @@ class Peers:
 
 
 def request_label(request: Any) -> str:
-    """The default label of a request's send: its method and path, ``POST /deploy``."""
-    return f"{request.method} {request.url.path}"
+    """The default label of a request's send: its method and path, ``POST /deploy`` (the
+    path cut to 200 characters: a label is short)."""
+    return f"{request.method} {request.url.path[:200]}"
 
 
 class PeerHooks:
@@ -241,8 +248,7 @@ class PeerHooks:
         self.label = label
         for lifeline in {entry[2] for entry in self.peers.bases}:
             if lifeline not in agent.system.lifelines:
-                raise ValueError(f"peer lifeline {lifeline!r} is not one of the system's "
-                                 f"lifelines {list(agent.system.lifelines)}")
+                raise UnknownLifeline(lifeline, agent.system.lifelines)
 
     def on_request(self, request: Any) -> None:
         """Send to the request's peer and carry the token in the header."""

@@ -5,9 +5,11 @@ but for the recorded refusal), and the two-service example merged and re-checked
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
@@ -24,7 +26,7 @@ from starlette.routing import Route
 from starlette.testclient import TestClient
 
 from causal_guards.http import CausalMiddleware, GuardedRoute, Peers, causal_hooks, async_causal_hooks
-from cpl.live import MAX_TOKEN_TEXT, NotOwner, System, UnknownLabel
+from cpl.live import MAX_TOKEN_TEXT, NotOwner, System, UnknownLabel, UnknownLifeline
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "embedding" / "http"
@@ -122,34 +124,40 @@ def test_peers_map_urls_to_lifelines_by_the_longest_base():
         Peers.of({"ftp://gw": "Reviewer"})
 
 
+def test_a_peer_must_be_a_lifeline_of_the_system(agents):
+    with pytest.raises(UnknownLifeline, match="Reviewer"):
+        causal_hooks(agents["Author"], {REVIEWER: "Reveiwer"})
+
+
 def test_a_missing_or_repeated_query_value_is_a_400(agents):
     author = agents["Author"]
     with TestClient(deployer_app(agents["Deployer"]), base_url=DEPLOYER) as deployer:
         deployer.event_hooks = causal_hooks(author, {DEPLOYER: "Deployer"})
-        for params in ({}, {"version": ["v1", "v2"]}):
+        for params in ({}, {"version": ["v1", "v2"]}, {"version": "v" * 5000}):
             response = deployer.post("/deploy", params=params)
             assert response.status_code == 400 and "version" in response.json()["detail"]
 
 
 # -- hostile tokens ------------------------------------------------------------------------
 
-def hostile_headers(agents) -> dict[str, list[tuple[str, bytes]]]:
-    """Each case: the header lines of one request to the guarded /deploy?version=v2."""
+def hostile_headers(agents) -> dict[tuple[str, int, str], list[tuple[str, bytes]]]:
+    """(case, status, reason) -> the header lines of one request to /deploy?version=v2."""
     author, reviewer = agents["Author"], agents["Reviewer"]
     good = author.send("Deployer", "POST /deploy").text
     stranger = release_system(guard="@Reviewer(approved == true)").agent("Author")
     forger = release_system(secret=b"another secret, also 32 bytes!!").agent("Author")
     rng = random.Random(17)
     return {
-        "missing": [],
-        "random bytes": [("cpl-token", bytes(rng.randrange(256) for _ in range(200)))],
-        "random text": [("cpl-token", "".join(rng.choice("abcXYZ0189+/=-_") for _ in range(300)).encode())],
-        "truncated": [("cpl-token", good[: len(good) // 2].encode())],
-        "oversized": [("cpl-token", b"A" * (MAX_TOKEN_TEXT + 1))],
-        "other system": [("cpl-token", stranger.send("Deployer", "POST /deploy").text.encode())],
-        "forged": [("cpl-token", forger.send("Deployer", "POST /deploy").text.encode())],
-        "misaddressed": [("cpl-token", reviewer.send("Author", "approval").text.encode())],
-        "two headers": [("cpl-token", good.encode()), ("cpl-token", good.encode())],
+        ("missing", 401, "missing"): [],
+        ("random bytes", 400, "malformed"): [("cpl-token", bytes(rng.randrange(256) for _ in range(200)))],
+        ("random text", 400, "malformed"): [("cpl-token", "".join(rng.choice("abcXYZ0189+/=-_") for _ in range(300)).encode())],
+        ("random token body", 400, "malformed"): [("cpl-token", b"cpl1." + rng.randbytes(90).hex().encode())],
+        ("truncated", 400, "malformed"): [("cpl-token", good[: len(good) // 2].encode())],
+        ("oversized", 400, "oversized"): [("cpl-token", b"A" * (MAX_TOKEN_TEXT + 1))],
+        ("other system", 400, "foreign"): [("cpl-token", stranger.send("Deployer", "POST /deploy").text.encode())],
+        ("forged", 401, "forged"): [("cpl-token", forger.send("Deployer", "POST /deploy").text.encode())],
+        ("misaddressed", 400, "misaddressed"): [("cpl-token", reviewer.send("Author", "approval").text.encode())],
+        ("two headers", 400, "malformed"): [("cpl-token", good.encode()), ("cpl-token", good.encode())],
     }
 
 
@@ -158,15 +166,33 @@ def test_hostile_tokens_are_4xx_with_a_body_and_leave_the_monitor_unchanged(agen
     cases = hostile_headers(agents)
     with TestClient(deployer_app(deployer), base_url=DEPLOYER,
                     raise_server_exceptions=False) as client:
-        for case, headers in cases.items():
-            before_value, before_lines = deployer.holds("deploy"), log_lines(log)
+        for (case, status, reason), headers in cases.items():
+            before_value, before_taken, before_lines = deployer.holds("deploy"), deployer.taken, log_lines(log)
             response = client.post("/deploy?version=v2", headers=headers)
-            assert 400 <= response.status_code < 500, (case, response.status_code, response.text)
+            assert response.status_code == status, (case, response.status_code, response.text)
             body = response.json()
-            assert body["header"] == "cpl-token" and body["detail"], case
+            assert body["reason"] == reason and body["header"] == "cpl-token" and body["detail"], case
             assert deployer.holds("deploy") == before_value, case
+            assert deployer.taken == before_taken + 1, case  # the refusal, nothing else
             added = log_lines(log)[len(before_lines):]
             assert [event_label(line) for line in added] == [f"refused: {body['reason']}"], case
+
+
+def test_fuzzed_tokens_never_reach_the_monitor(agents):
+    deployer, author = agents["Deployer"], agents["Author"]
+    rng = random.Random(2026)
+    with TestClient(deployer_app(deployer), base_url=DEPLOYER,
+                    raise_server_exceptions=False) as client:
+        for _ in range(60):
+            good = author.send("Deployer", "POST /deploy").encode()
+            cut = bytearray(good[: rng.randrange(len(good))])
+            for _ in range(rng.randrange(3) if cut else 0):  # and a few bytes flipped
+                cut[rng.randrange(len(cut))] = rng.randrange(256)
+            text = b"cpl1." + base64.urlsafe_b64encode(bytes(cut)).rstrip(b"=")
+            before = deployer.holds("deploy"), deployer.taken
+            response = client.post("/deploy?version=v2", headers=[("cpl-token", text)])
+            assert response.status_code in (400, 401), response.text
+            assert (deployer.holds("deploy"), deployer.taken) == (before[0], before[1] + 1)
 
 
 def test_a_replayed_token_is_a_409_and_recorded_once(agents, tmp_path):
@@ -242,14 +268,13 @@ def test_the_example_runs_and_its_merged_trace_rechecks(tmp_path):
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     logs, trace = tmp_path / "logs", tmp_path / "release.jsonl"
     story = run([sys.executable, str(EXAMPLE / "run.py"), "--logs", str(logs)], environment)
-    assert [line.split(":")[1].split()[0] for line in story.splitlines() if ": " in line[:40]
-            and line[0] != " "][:5] == ["403", "401", "200", "403", "200"]
+    assert re.findall(r"^\S.*?: (\d{3}) ", story, re.MULTILINE) == ["403", "401", "200", "403", "200"]
     assert sorted(path.name for path in logs.iterdir()) == [
         "Author.jsonl", "Deployer.jsonl", "Reviewer.jsonl"]
     cpl = [sys.executable, "-m", "runtime.cli"]
     run([*cpl, "merge", str(logs), "-o", str(trace)], environment)
     verdict = run([*cpl, "eval", str(trace)], environment)
-    assert "disagree" not in verdict and "agree" in verdict
+    assert verdict.splitlines()[-1] == "3 decisions re-checked: all agree"
     run([*cpl, "render", str(trace), "-o", str(tmp_path / "release.svg")], environment)
     assert (tmp_path / "release.svg").read_text().lstrip().startswith("<")
 
