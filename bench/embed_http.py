@@ -5,7 +5,9 @@ Three uvicorn servers on 127.0.0.1 (one process each) serve the same Starlette r
 middleware decides the deploy guard, which holds, and the client's hooks carry tokens both
 ways; no logs) and *guarded+logs* (the same, both agents recording). One keep-alive client
 per server; rounds interleave the servers; each round times N requests one by one. Prints
-the median over rounds of each round's p50 and p90, and the ratio to *plain*.
+the median over rounds of each round's p50 and p90 latency and of the CPU per request
+(client and server process together: what load on a shared machine cannot inflate as
+much), and each one's ratio to *plain*.
 
     python bench/embed_http.py [--requests N] [--rounds R] [--quick]
 """
@@ -108,6 +110,12 @@ def latencies(session: httpx.Client, url: str, count: int) -> list[float]:
     return seconds
 
 
+def cpu_seconds(process: subprocess.Popen) -> float:
+    """User + system CPU a server process has used so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def percentile(values: list[float], share: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
@@ -134,25 +142,32 @@ def main() -> None:
             urls = {kind: f"{base}/deploy?version=v2" for kind, (_, base) in servers.items()}
             for kind in KINDS:
                 latencies(sessions[kind], urls[kind], max(100, count // 10))  # warm up
-            p50 = {kind: [] for kind in KINDS}
-            p90 = {kind: [] for kind in KINDS}
+            p50, p90, cpu = ({kind: [] for kind in KINDS} for _ in range(3))
             for round_number in range(rounds):
                 order = KINDS[round_number % 3:] + KINDS[:round_number % 3]
                 for kind in order:
+                    client_cpu, server_cpu = time.process_time(), cpu_seconds(servers[kind][0])
                     seconds = latencies(sessions[kind], urls[kind], count)
+                    used = time.process_time() - client_cpu + cpu_seconds(servers[kind][0]) - server_cpu
                     p50[kind].append(percentile(seconds, 0.5))
                     p90[kind].append(percentile(seconds, 0.9))
+                    cpu[kind].append(used / count)
         finally:
             for process, _ in servers.values():
                 process.stdin.close()
                 process.wait(timeout=10)
     print(f"{count} requests x {rounds} rounds per server, medians over rounds "
           f"(uvicorn + Starlette on 127.0.0.1, httpx keep-alive client)")
-    plain50, plain90 = statistics.median(p50["plain"]), statistics.median(p90["plain"])
+    print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
+    plain = {name: statistics.median(values["plain"]) for name, values in
+             (("p50", p50), ("p90", p90), ("cpu", cpu))}
     for kind in KINDS:
-        median50, median90 = statistics.median(p50[kind]), statistics.median(p90[kind])
-        print(f"{kind:>13}: p50 {median50 * 1e6:7.0f} us ({median50 / plain50:.3f}x plain)  "
-              f"p90 {median90 * 1e6:7.0f} us ({median90 / plain90:.3f}x plain)")
+        cells = []
+        for name, values in (("p50", p50), ("p90", p90), ("cpu", cpu)):
+            value = statistics.median(values[kind])
+            cells.append(f"{name} {value * 1e6:6.0f} us ({value / plain[name]:.3f}x plain)")
+        print(f"{kind:>13}: " + "  ".join(cells))
+    print("cpu: client + server CPU per request, both processes")
 
 
 if __name__ == "__main__":

@@ -54,8 +54,8 @@ def stop_services(processes: list[subprocess.Popen]) -> None:
 def show(step: str, response: httpx.Response) -> None:
     body = response.json()
     print(f"{step}: {response.status_code} {body.get('error') or body}")
-    if "explanation" in body:
-        print("  " + body["explanation"].replace("\n", "\n  "))
+    for line in body.get("explanation", "").strip().splitlines():
+        print(f"  {line}".rstrip())
 
 
 def run(logs: Path) -> None:
