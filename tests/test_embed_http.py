@@ -25,8 +25,10 @@ from starlette.responses import JSONResponse, StreamingResponse
 from starlette.routing import Route
 from starlette.testclient import TestClient
 
-from causal_guards.http import CausalMiddleware, GuardedRoute, Peers, causal_hooks, async_causal_hooks
-from cpl.live import MAX_TOKEN_TEXT, NotOwner, System, UnknownLabel, UnknownLifeline
+from causal_guards.http import (CausalMiddleware, GuardedRoute, Peers, async_causal_hooks,
+                                causal_hooks)
+from cpl.live import (MAX_TOKEN_TEXT, NotOwner, System, UndeclaredVariable, UnknownLabel,
+                      UnknownLifeline)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "embedding" / "http"
@@ -93,6 +95,7 @@ def test_the_deploy_guard_refuses_until_this_version_is_approved(agents):
         allowed = deployer.post("/deploy", params={"version": "v2"})
         assert allowed.status_code == 200 and allowed.json() == {"deployed": "v2"}
         assert "cpl-token" in allowed.headers
+    assert author.taken == 8  # four sends, four receives of the replies: none refused
 
 
 def test_unguarded_routes_without_a_token_pass_through_unrecorded(agents, tmp_path):
@@ -110,6 +113,9 @@ def test_guards_are_checked_when_the_middleware_is_built(agents):
     with pytest.raises(NotOwner):
         CausalMiddleware(deployer_app(agents["Reviewer"]), agent=agents["Reviewer"],
                          guards={"/deploy": "deploy"})
+    with pytest.raises(UndeclaredVariable, match="version"):
+        CausalMiddleware(deployer_app(agents["Deployer"]), agent=agents["Deployer"],
+                         guards={"/deploy": GuardedRoute("deploy", query=["versoin"])})
 
 
 def test_peers_map_urls_to_lifelines_by_the_longest_base():
