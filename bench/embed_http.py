@@ -15,19 +15,16 @@ much), and each one's ratio to *plain*.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
-import socket
 import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
-import uvicorn
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.requests import Request
@@ -36,6 +33,9 @@ from starlette.routing import Route
 
 from causal_guards.http import CausalMiddleware, GuardedRoute, causal_hooks
 from cpl.live import System
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples" / "embedding" / "http"))
+from services import serve_until_input_closes, start_services  # noqa: E402  (the example's)
 
 SECRET_VARIABLE = "CPL_BENCH_SECRET"
 KINDS = ("plain", "guarded", "guarded+logs")
@@ -58,33 +58,6 @@ def app(kind: str, logs: str) -> Starlette:
     agent = bench_system().agent("Deployer", log=logs if kind == "guarded+logs" else None)
     guards = {"/deploy": GuardedRoute("deploy", query=["version"])}
     return Starlette(routes=routes, middleware=[Middleware(CausalMiddleware, agent=agent, guards=guards)])
-
-
-def serve(kind: str, logs: str) -> None:
-    """The server process: print ``PORT n``, serve until standard input closes."""
-    # proto given: asyncio sets TCP_NODELAY on accepted sockets only when it is IPPROTO_TCP
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen()  # before the port is printed: a client may connect at once
-    server = uvicorn.Server(uvicorn.Config(app(kind, logs), log_level="warning", lifespan="off",
-                                           access_log=False))
-
-    def stop_at_end_of_input() -> None:
-        sys.stdin.read()
-        server.should_exit = True
-
-    threading.Thread(target=stop_at_end_of_input, daemon=True).start()
-    print(f"PORT {listener.getsockname()[1]}", flush=True)
-    asyncio.run(server.serve(sockets=[listener]))
-
-
-def start(kind: str, logs: str) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, __file__, "--serve", kind, "--logs", logs],
-                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    line = process.stdout.readline()
-    if not line.startswith("PORT "):
-        raise SystemExit(f"the {kind} server did not start: {line!r}")
-    return process, f"http://127.0.0.1:{int(line.split()[1])}"
 
 
 def client(kind: str, base: str, logs: str) -> httpx.Client:
@@ -130,32 +103,30 @@ def main() -> None:
     parser.add_argument("--logs", help=argparse.SUPPRESS)
     arguments = parser.parse_args()
     if arguments.serve:
-        serve(arguments.serve, arguments.logs)
+        serve_until_input_closes(app(arguments.serve, arguments.logs))
         return
     count, rounds = (200, 3) if arguments.quick else (arguments.requests, arguments.rounds)
     os.environ[SECRET_VARIABLE] = os.urandom(32).hex()
-    with tempfile.TemporaryDirectory() as logs:
-        servers = {kind: start(kind, str(Path(logs) / "server")) for kind in KINDS}
-        try:
-            sessions = {kind: client(kind, base, str(Path(logs) / "client"))
-                        for kind, (_, base) in servers.items()}
-            urls = {kind: f"{base}/deploy?version=v2" for kind, (_, base) in servers.items()}
-            for kind in KINDS:
-                latencies(sessions[kind], urls[kind], max(100, count // 10))  # warm up
-            p50, p90, cpu = ({kind: [] for kind in KINDS} for _ in range(3))
-            for round_number in range(rounds):
-                order = KINDS[round_number % 3:] + KINDS[:round_number % 3]
-                for kind in order:
-                    client_cpu, server_cpu = time.process_time(), cpu_seconds(servers[kind][0])
-                    seconds = latencies(sessions[kind], urls[kind], count)
-                    used = time.process_time() - client_cpu + cpu_seconds(servers[kind][0]) - server_cpu
-                    p50[kind].append(percentile(seconds, 0.5))
-                    p90[kind].append(percentile(seconds, 0.9))
-                    cpu[kind].append(used / count)
-        finally:
-            for process, _ in servers.values():
-                process.stdin.close()
-                process.wait(timeout=10)
+    with tempfile.TemporaryDirectory() as logs, ExitStack() as stack:
+        servers = dict(zip(KINDS, start_services(
+            [[sys.executable, __file__, "--serve", kind, "--logs", str(Path(logs) / "server")]
+             for kind in KINDS], stack)))
+        sessions = {kind: client(kind, base, str(Path(logs) / "client"))
+                    for kind, (_, base) in servers.items()}
+        urls = {kind: f"{base}/deploy?version=v2" for kind, (_, base) in servers.items()}
+        for kind in KINDS:
+            latencies(sessions[kind], urls[kind], max(100, count // 10))  # warm up
+        p50, p90, cpu = ({kind: [] for kind in KINDS} for _ in range(3))
+        for round_number in range(rounds):
+            order = KINDS[round_number % 3:] + KINDS[:round_number % 3]
+            for kind in order:
+                server = servers[kind][0]
+                client_cpu, server_cpu = time.process_time(), cpu_seconds(server)
+                seconds = latencies(sessions[kind], urls[kind], count)
+                used = time.process_time() - client_cpu + cpu_seconds(server) - server_cpu
+                p50[kind].append(percentile(seconds, 0.5))
+                p90[kind].append(percentile(seconds, 0.9))
+                cpu[kind].append(used / count)
     print(f"{count} requests x {rounds} rounds per server, medians over rounds "
           f"(uvicorn + Starlette on 127.0.0.1, httpx keep-alive client)")
     print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 from contextlib import ExitStack
 from pathlib import Path
@@ -22,33 +21,9 @@ import httpx
 
 from causal_guards.http import causal_hooks
 from release import SECRET_VARIABLE, release_system
+from services import start_services
 
 HERE = Path(__file__).resolve().parent
-
-
-def start_services(logs: Path, stack: ExitStack) -> tuple[str, str]:
-    """Start the Reviewer and Deployer processes together; their base URLs once they listen."""
-    processes = [subprocess.Popen([sys.executable, str(HERE / "services.py"), role, "--logs", str(logs)],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-                 for role in ("reviewer", "deployer")]
-    stack.callback(stop_services, processes)
-    lines = [process.stdout.readline() for process in processes]
-    if not all(line.startswith("PORT ") for line in lines):
-        raise SystemExit(f"a service did not start (they printed {lines!r})")
-    reviewer, deployer = (f"http://127.0.0.1:{int(line.split()[1])}" for line in lines)
-    return reviewer, deployer
-
-
-def stop_services(processes: list[subprocess.Popen]) -> None:
-    """Close their input (each then shuts down and closes its log), wait, or kill."""
-    for process in processes:
-        process.stdin.close()
-    for process in processes:
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def show(step: str, response: httpx.Response) -> None:
@@ -62,7 +37,9 @@ def run(logs: Path) -> None:
     logs.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault(SECRET_VARIABLE, os.urandom(32).hex())  # inherited by the services
     with ExitStack() as stack:
-        reviewer, deployer = start_services(logs, stack)
+        (_, reviewer), (_, deployer) = start_services(
+            [[sys.executable, str(HERE / "services.py"), role, "--logs", str(logs)]
+             for role in ("reviewer", "deployer")], stack)
         author = stack.enter_context(release_system().agent("Author", log=logs))
         client = stack.enter_context(httpx.Client(
             event_hooks=causal_hooks(author, {reviewer: "Reviewer", deployer: "Deployer"})))
