@@ -213,6 +213,18 @@ def test_a_replayed_token_is_a_409_and_recorded_once(agents, tmp_path):
     assert [event_label(line) for line in added] == ["refused: replayed"]
 
 
+def test_a_clock_ahead_of_a_restarted_service_is_a_409(agents):
+    author, first = agents["Author"], agents["Reviewer"]
+    first.act("approve", approved=True, version="v1")  # a Reviewer event the guards read...
+    author.receive(first.send("Author", "reply"))  # ...that reached the Author
+    restarted = release_system().agent("Reviewer")  # the service came back, counting from 0
+    with TestClient(reviewer_app(restarted), base_url=REVIEWER) as client:
+        token = author.send("Reviewer", "POST /review").text
+        response = client.post("/review?version=v2", headers={"cpl-token": token})
+    assert response.status_code == 409 and response.json()["reason"] == "clock"
+    assert restarted.taken == 1  # the refusal, and the handler never ran
+
+
 def test_a_hostile_token_in_a_response_is_refused_on_the_clients_record(agents, tmp_path):
     async def lying(scope, receive, send):
         await send({"type": "http.response.start", "status": 200,
