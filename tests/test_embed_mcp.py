@@ -48,8 +48,9 @@ def mail_server(mailer) -> MCPServer:
     return server
 
 
-def approve(system, drafter, approver, draft="d1") -> None:
-    approver.receive(drafter.send("Approver", "review"), draft=draft)
+def approve(drafter, approver) -> None:
+    """The Approver approves draft d1 and tells the Drafter."""
+    approver.receive(drafter.send("Approver", "review"), draft="d1")
     approver.act("approve", approved=True)
     drafter.receive(approver.send("Drafter", "approved"))
 
@@ -76,7 +77,7 @@ def test_the_guard_refuses_until_the_approval_is_in_the_callers_past(tmp_path):
     async def story():
         async with Client(mail_server(mailer)) as client:
             refused = await call_tool(client, drafter, "Mailer", "send_email", ARGS)
-            approve(system, drafter, approver)
+            approve(drafter, approver)
             sent = await call_tool(client, drafter, "Mailer", "send_email", ARGS)
             other = await call_tool(client, drafter, "Mailer", "send_email",
                                     {**ARGS, "draft": "d2"})
@@ -140,7 +141,7 @@ def test_the_wrapped_tool_keeps_its_schemas_and_context():
 def test_concurrent_calls_from_one_agent_are_each_received_once():
     system = mail_system()
     drafter, approver, mailer = (system.agent(name) for name in LIFELINES)
-    approve(system, drafter, approver)
+    approve(drafter, approver)
 
     async def many():
         async with Client(mail_server(mailer)) as client:
@@ -170,7 +171,7 @@ def test_misconfigured_guards_fail_when_the_tool_is_declared():
         mailer_tools.tool(guard="send", assign=("approved",))(send_email)
 
 
-def hostile_tokens(system, drafter, approver) -> dict[str, object]:
+def hostile_tokens(drafter) -> dict[str, object]:
     """Values a caller may put under TOKEN_KEY, by the reason the Mailer gives."""
     good = drafter.send("Mailer", "send_email").text
     foreign = mail_system(guard="@Approver(approved == true)").agent("Drafter")
@@ -200,8 +201,8 @@ def test_hostile_tokens_are_error_results_and_leave_the_mailer_as_it_was(tmp_pat
     system = mail_system()
     drafter, approver = system.agent("Drafter"), system.agent("Approver")
     mailer = system.agent("Mailer", log=tmp_path)
-    approve(system, drafter, approver)
-    hostile = hostile_tokens(system, drafter, approver)
+    approve(drafter, approver)
+    hostile = hostile_tokens(drafter)
 
     async def attack():
         async with Client(mail_server(mailer)) as client:
