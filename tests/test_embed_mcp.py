@@ -125,9 +125,10 @@ def test_the_wrapped_tool_keeps_its_schemas_and_context():
             summed = await call_tool(wrapped, drafter, "Mailer", "total", {"a": 1})
             named = await call_tool(wrapped, drafter, "Mailer", "who", {"name": "x"})
             untokened = await wrapped.call_tool("total", {"a": 5, "b": 5})
-            return listed, expected, summed, named, untokened
+            forged = await wrapped.call_tool("total", {"a": 5}, meta={TOKEN_KEY: "cpl1.AAAA"})
+            return listed, expected, summed, named, untokened, forged
 
-    listed, expected, summed, named, untokened = run(calls())
+    listed, expected, summed, named, untokened, forged = run(calls())
     for name in ("total", "who"):
         assert listed[name].input_schema == expected[name].input_schema
         assert listed[name].output_schema == expected[name].output_schema
@@ -135,7 +136,8 @@ def test_the_wrapped_tool_keeps_its_schemas_and_context():
     assert summed.structured_content == {"sum": 3} and TOKEN_KEY in summed.meta
     assert text(named).startswith("x in request")
     assert untokened.structured_content == {"sum": 10} and TOKEN_KEY not in (untokened.meta or {})
-    assert (drafter.taken, mailer.taken) == (4, 4)  # two sends and two receives each
+    assert forged.is_error and "token refused (malformed)" in text(forged)
+    assert (drafter.taken, mailer.taken) == (4, 5)  # two sends and two receives each; a refusal
 
 
 def test_concurrent_calls_from_one_agent_are_each_received_once():
