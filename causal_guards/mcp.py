@@ -120,7 +120,10 @@ class CausalTools:
             text = (f"{call.name} refused: the guard {guard!r} of {self.agent.lifeline} is "
                     f"false\n{explanation}")
             return _with_token(_error(text), reply)
-        result = call.converted(await call.run(arguments))
+        value = await call.run(arguments)
+        result = call.converted(value)
+        if result is value:  # the tool's own CallToolResult, maybe shared: not ours to change
+            result = result.model_copy()
         return _with_token(result, self.agent.send(token.sender, f"{call.name} result"))
 
     def _refused(self, tool: str, why: str, detail: str) -> CallToolResult:
@@ -201,4 +204,7 @@ def _error(text: str) -> CallToolResult:
 
 
 def _with_token(result: CallToolResult, token: Token) -> CallToolResult:
-    return result.model_copy(update={"meta": {**(result.meta or {}), TOKEN_KEY: token.text}})
+    """``result`` (made for this call, so set in place: no copy per call) with the token in
+    its ``_meta``."""
+    result.meta = {**(result.meta or {}), TOKEN_KEY: token.text}
+    return result

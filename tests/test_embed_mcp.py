@@ -114,7 +114,12 @@ def test_the_wrapped_tool_keeps_its_schemas_and_context():
     async def who(name: str, ctx: Context) -> str:
         return f"{name} in request {ctx.request_id}"
 
-    for function in (total, who):
+    shared = CallToolResult(content=[TextContent(type="text", text="the same each time")])
+
+    def constant() -> CallToolResult:
+        return shared
+
+    for function in (total, who, constant):
         server.tool()(tools.tool()(function))
         plain.tool()(function)
 
@@ -126,6 +131,8 @@ def test_the_wrapped_tool_keeps_its_schemas_and_context():
             named = await call_tool(wrapped, drafter, "Mailer", "who", {"name": "x"})
             untokened = await wrapped.call_tool("total", {"a": 5, "b": 5})
             forged = await wrapped.call_tool("total", {"a": 5}, meta={TOKEN_KEY: "cpl1.AAAA"})
+            for _ in range(2):
+                assert TOKEN_KEY in (await call_tool(wrapped, drafter, "Mailer", "constant")).meta
             return listed, expected, summed, named, untokened, forged
 
     listed, expected, summed, named, untokened, forged = run(calls())
@@ -137,7 +144,8 @@ def test_the_wrapped_tool_keeps_its_schemas_and_context():
     assert text(named).startswith("x in request")
     assert untokened.structured_content == {"sum": 10} and TOKEN_KEY not in (untokened.meta or {})
     assert forged.is_error and "token refused (malformed)" in text(forged)
-    assert (drafter.taken, mailer.taken) == (4, 5)  # two sends and two receives each; a refusal
+    assert shared.meta is None  # the tool's own result is copied, not changed
+    assert (drafter.taken, mailer.taken) == (8, 9)  # four sends and four receives each; a refusal
 
 
 def test_concurrent_calls_from_one_agent_are_each_received_once():
