@@ -313,3 +313,14 @@ def test_the_stdio_example_runs_and_its_merged_logs_recheck(tmp_path):
     drawn = cpl("render", "t.jsonl", "-o", "t.svg", cwd=tmp_path)
     assert drawn.returncode == 0, drawn.stderr
     assert (tmp_path / "t.svg").read_text().lstrip().startswith(("<svg", "<?xml"))
+
+
+def test_the_bench_stays_runnable(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "bench"))
+    try:
+        import embed_mcp
+    finally:
+        sys.path.pop(0)
+    runs = asyncio.run(embed_mcp.measure(3, 1, embed_mcp.SECRET, str(tmp_path), stdio=False))
+    assert set(runs) == {"unguarded", "guarded", "events alone"}
+    assert all(len(seconds) == 1 for seconds in runs.values())
