@@ -1,0 +1,70 @@
+"""An MCP ``send_email`` tool that runs only if the approval is in the caller's causal past.
+
+    python examples/embedding/mcp/run.py --logs logs/
+    cpl merge logs/ -o mail.jsonl && cpl eval mail.jsonl && cpl render mail.jsonl -o mail.svg
+
+This process holds two agents, the Drafter and the Approver; the Mailer is an MCP
+server in its own process (``server.py``, over stdio). The Drafter asks the Mailer to
+send draft d1 before anyone approved it (refused: the guard is false, and the error
+result explains why), has the Approver approve d1, then asks again (sent), then tries
+to send a draft d2 that nobody approved (refused). Each agent logs to DIR/<name>.jsonl.
+"""
+
+import argparse
+import asyncio
+import os
+import secrets
+import sys
+
+from mcp import Client, StdioServerParameters
+
+from causal_guards.mcp import call_tool
+from mail_system import SECRET_VARIABLE, mail_system
+
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server.py")
+
+
+async def story(drafter, approver, client) -> list[bool]:
+    """The three send_email calls; True for each one the Mailer ran."""
+    async def send(draft: str) -> bool:
+        result = await call_tool(client, drafter, "Mailer", "send_email",
+                                 {"to": "board@example.org", "draft": draft})
+        print(f"send_email({draft}) -> {'refused' if result.is_error else 'ran'}:")
+        print("  " + result.content[0].text.replace("\n", "\n  "))
+        return not result.is_error
+
+    drafter.act("write", draft="d1")
+    outcomes = [await send("d1")]
+    review = drafter.send("Approver", "review d1")
+    approver.receive(review, draft="d1")
+    approver.act("approve", approved=True)
+    drafter.receive(approver.send("Drafter", "approved d1"))
+    outcomes.append(await send("d1"))
+    drafter.act("rewrite", draft="d2")
+    outcomes.append(await send("d2"))
+    return outcomes
+
+
+async def main(logs: str) -> int:
+    secret = secrets.token_bytes(32)
+    system = mail_system(secret)
+    server = StdioServerParameters(command=sys.executable, args=[SERVER, "--logs", logs],
+                                   env={**os.environ, SECRET_VARIABLE: secret.hex()})
+    with system.agent("Drafter", log=logs) as drafter, \
+            system.agent("Approver", log=logs) as approver:
+        async with Client(server) as client:
+            outcomes = await story(drafter, approver, client)
+    expected = [False, True, False]
+    if outcomes != expected:
+        print(f"unexpected outcomes {outcomes}, expected {expected}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--logs", required=True, help="folder for one .jsonl log per agent")
+    arguments = parser.parse_args()
+    os.makedirs(arguments.logs, exist_ok=True)
+    sys.exit(asyncio.run(main(arguments.logs)))

@@ -1,0 +1,45 @@
+"""The Mailer: an MCP server over stdio whose ``send_email`` tool is causally guarded.
+
+Started by ``run.py`` (``python server.py --logs DIR``, the secret in the environment);
+it logs the Mailer's events to ``DIR/Mailer.jsonl``.
+"""
+
+import argparse
+import os
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+from causal_guards.mcp import CausalTools
+from mail_system import SECRET_VARIABLE, SEND, mail_system
+
+
+def mail_server(mailer) -> MCPServer:
+    server = MCPServer("mailer")
+    tools = CausalTools(mailer)
+
+    @server.tool()
+    @tools.tool(guard=SEND, assign=("draft",))
+    def send_email(to: str, draft: str) -> str:
+        """Send the draft ``draft`` to ``to``; runs only once that draft is approved."""
+        mailer.act("email sent")
+        return f"sent draft {draft} to {to}"
+
+    return server
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--logs", required=True, help="folder for Mailer.jsonl")
+    args = parser.parse_args()
+    secret = os.environ.get(SECRET_VARIABLE)
+    if not secret:
+        print(f"server.py: set {SECRET_VARIABLE} (hex) as run.py does", file=sys.stderr)
+        return 2
+    with mail_system(bytes.fromhex(secret)).agent("Mailer", log=args.logs) as mailer:
+        mail_server(mailer).run("stdio")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
