@@ -1,0 +1,89 @@
+"""Per-step overhead of the LangGraph adapter (issue 17, point 5: target <= 10%).
+
+The code-review graph of examples/embedding/langgraph_review.py (5 node runs in 4
+supersteps per review, one guarded decision) against the same graph built from the same
+node functions with a plain routing function, in the same run.  Each round times
+``--reviews`` reviews of each variant one after the other (so a burst of noise hits
+all), CPU time of this process (LangGraph's parallel nodes run on its thread pool, whose
+CPU time counts too); the table gives medians over ``--rounds`` rounds and the ratio to
+the unguarded median.  Guarded without a log and with one (.jsonl per agent in a
+temporary folder).
+
+    python bench/embed_langgraph.py [--rounds 9] [--reviews 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "embedding"))
+
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+
+import langgraph_review as review  # noqa: E402
+from causal_guards.langgraph import GraphGuards  # noqa: E402
+from timing import cpu_seconds  # noqa: E402
+
+NODE_RUNS = 5  # author, tests, security, committer, merge or reject
+
+
+def plain_graph():
+    """The review graph as a user writes it without guards: state decides the merge."""
+    g = StateGraph(review.Review)
+    for name, fn in (("author", review.author), ("tests", review.run_tests),
+                     ("security", review.scan), ("committer", review.committer),
+                     ("merge", review.merge), ("reject", review.reject)):
+        g.add_node(name, fn)
+    g.add_edge(START, "author")
+    g.add_edge("author", "tests")
+    g.add_edge("author", "security")
+    g.add_edge(["tests", "security"], "committer")
+    g.add_conditional_edges(
+        "committer",
+        lambda s: "merge" if s["tests"] == "passed" and s["scan"] == "cleared" else "reject",
+        ["merge", "reject"])
+    g.add_edge("merge", END)
+    g.add_edge("reject", END)
+    return g.compile()
+
+
+def reviews(graph, count: int) -> None:
+    for k in range(count):
+        graph.invoke({"patch": f"c{k}", "breaks_tests": k % 3 == 0})
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--reviews", type=int, default=200)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as logs, \
+            GraphGuards(review.system()) as bare, \
+            GraphGuards(review.system(), log=logs) as logged:
+        variants = {"unguarded": plain_graph(), "guarded": review.build(bare),
+                    "guarded + log": review.build(logged)}
+        for graph in variants.values():  # warm up: imports, compiled graphs, thread pool
+            reviews(graph, 10)
+        times = {name: [] for name in variants}
+        for _ in range(args.rounds):
+            for name, graph in variants.items():
+                times[name].append(cpu_seconds(lambda: reviews(graph, args.reviews)))
+    base = statistics.median(times["unguarded"])
+    print(f"LangGraph review graph, {args.reviews} reviews x {args.rounds} rounds, "
+          f"CPU time, medians ({NODE_RUNS} node runs per review)")
+    print(f"{'variant':<15} {'per review':>11} {'per node run':>13} {'min':>9} {'max':>9}"
+          f" {'ratio':>6}")
+    for name, runs in times.items():
+        median = statistics.median(runs)
+        per = median / args.reviews
+        print(f"{name:<15} {per * 1e6:>9.0f} µs {per / NODE_RUNS * 1e6:>10.0f} µs "
+              f"{min(runs) / args.reviews * 1e6:>6.0f} µs {max(runs) / args.reviews * 1e6:>6.0f}"
+              f" µs {median / base:>5.2f}x")
+
+
+if __name__ == "__main__":
+    main()

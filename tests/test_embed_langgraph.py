@@ -1,0 +1,226 @@
+"""The LangGraph adapter on real graphs: both examples end to end (their merged logs
+re-check), a Send fan-out whose tasks provably do not see each other, and hostile
+tokens in state that are refused without crashing the graph or moving a guard."""
+
+import json
+import operator
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Annotated, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.messages import ToolMessage  # noqa: E402
+from langgraph.graph import END, START, StateGraph  # noqa: E402
+
+from causal_guards.langgraph import (GraphGuards, Tokens, family, family_guards,  # noqa: E402
+                                     member_label, merge_tokens)
+from cpl.live import System  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples" / "embedding"))
+
+import langgraph_review  # noqa: E402
+import langgraph_tools  # noqa: E402
+
+
+def cpl(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
+                          text=True, env=env, cwd=ROOT, timeout=60)
+
+
+def merged_and_rechecked(logs: Path, tmp_path: Path) -> str:
+    """Merge the agents' logs and re-check every decision: -> eval's output."""
+    trace = tmp_path / "trace.jsonl"
+    merged = cpl("merge", str(logs), "-o", str(trace))
+    assert merged.returncode == 0, merged.stderr
+    evaluated = cpl("eval", str(trace))
+    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
+    assert "all agree" in evaluated.stdout
+    return evaluated.stdout
+
+
+def events(log: Path) -> list[dict]:
+    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+
+
+def test_review_refuses_the_merge_of_a_failing_candidate_and_merges_a_passing_one(tmp_path):
+    logs = tmp_path / "logs"
+    assert langgraph_review.main(["--logs", str(logs)]) == {"c1": "rejected", "c2": "merged"}
+    assert sorted(p.name for p in logs.iterdir()) == sorted(
+        f"{name}.jsonl" for name in langgraph_review.LIFELINES)
+    assert "2 decisions re-checked" in merged_and_rechecked(logs, tmp_path)
+    drawn = cpl("render", str(tmp_path / "trace.jsonl"), "-o", str(tmp_path / "review.svg"))
+    assert drawn.returncode == 0, drawn.stderr
+    assert (tmp_path / "review.svg").read_text().lstrip().startswith("<")
+
+
+def test_tools_refuses_a_write_issued_with_its_create_and_runs_it_next_turn(tmp_path):
+    logs = tmp_path / "logs"
+    disk = langgraph_tools.Disk()
+    with GraphGuards(langgraph_tools.system(), log=str(logs)) as guards:
+        state = langgraph_tools.build(disk, guards).invoke({"messages": [("user", "save")]})
+    results = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+    assert [(m.name, m.status) for m in results] == [
+        ("create_file", "success"), ("write_file", "error"), ("write_file", "success")]
+    assert "refused by guard 'write_file [tool_1]'" in results[1].content
+    assert disk.files == {"notes.txt": "hello"}
+    assert disk.effects == ["create notes.txt", "write notes.txt"]
+    assert "2 decisions re-checked" in merged_and_rechecked(logs, tmp_path)
+
+
+def test_tools_example_runs_from_its_command_line(tmp_path):
+    outcome = langgraph_tools.main(["--logs", str(tmp_path / "logs")])
+    assert outcome["guarded"] == "hello"
+    merged_and_rechecked(tmp_path / "logs", tmp_path)
+
+
+WORKERS = family("worker", 3)
+
+
+class Fan(TypedDict, total=False):
+    items: list
+    done: Annotated[list, operator.add]
+    cpl: Tokens
+
+
+def alone(member: str) -> str:
+    """At a worker: no sibling's event is visible (tasks of one superstep are concurrent)."""
+    return " && ".join(f"!Seen({other})" for other in WORKERS if other != member)
+
+
+def fan_out_system() -> System:
+    guards = family_guards("alone", WORKERS, alone)
+    guards["all done"] = ("Sink", " && ".join(f"@{w}.done" for w in WORKERS))
+    return System(["Planner", *WORKERS, "Sink"], guards, variables=["done"])
+
+
+def fan_out_graph(guards: GraphGuards):
+    def plan(state: Fan) -> dict:
+        return {"items": [1, 2, 3]}
+
+    def work(payload: dict, agent, lifeline: str) -> dict:
+        agent.act(done=True)
+        return {"done": [(lifeline, agent.decide(member_label("alone", lifeline)))]}
+
+    def sink(state: Fan) -> dict:
+        return {}
+
+    g = StateGraph(Fan)
+    g.add_node("plan", guards.node("Planner", plan))
+    g.add_node("worker", guards.tasks("worker", work, to=["Sink"]))
+    g.add_node("sink", guards.node("Sink", sink))
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", lambda state: guards.fan_out(
+        "Planner", "worker", [{"item": i} for i in state["items"]]), ["worker"])
+    g.add_edge("worker", "sink")
+    g.add_conditional_edges("sink", guards.route("all done", END, "plan"), [END, "plan"])
+    return g.compile()
+
+
+def test_send_fan_out_tasks_are_concurrent_lifelines(tmp_path):
+    logs = tmp_path / "logs"
+    with GraphGuards(fan_out_system(), log=str(logs)) as guards:
+        state = fan_out_graph(guards).invoke({})
+        assert guards.agent("Sink").holds("all done")
+    # each task decided it saw no sibling, and the sink saw all three: no task was lost
+    assert sorted(state["done"]) == [(w, True) for w in WORKERS]
+    assert "4 decisions re-checked" in merged_and_rechecked(logs, tmp_path)
+
+
+# -- hostile tokens ----------------------------------------------------------------------
+
+class Chain(TypedDict, total=False):
+    status: str
+    verdict: str
+    cpl: Tokens
+
+
+def chain_system(guard: str = "@Tester(status == passed)") -> System:
+    return System(["Tester", "Committer"], {"merge": ("Committer", guard)},
+                  variables=["status"])
+
+
+def chain_graph(guards: GraphGuards, *, with_tester: bool = True):
+    """Tester -> Committer -> merge?; without the tester, the Committer alone."""
+    g = StateGraph(Chain)
+    g.add_node("committer", guards.node("Committer", lambda s: {}))
+    g.add_node("merge", lambda s: {"verdict": "merged"})
+    g.add_node("reject", lambda s: {"verdict": "rejected"})
+    if with_tester:
+        g.add_node("tester", guards.node("Tester", lambda s: {"status": "passed"},
+                                         to=["Committer"]))
+        g.add_edge(START, "tester")
+        g.add_edge("tester", "committer")
+    else:
+        g.add_edge(START, "committer")
+    g.add_conditional_edges("committer", guards.route("merge", "merge", "reject"),
+                            ["merge", "reject"])
+    return g.compile()
+
+
+def refusals(log: Path) -> list[str]:
+    return [e.get("label", "") for e in events(log)
+            if str(e.get("label", "")).startswith("refused: ")]
+
+
+def test_hostile_tokens_in_state_are_refused_and_move_nothing(tmp_path):
+    logs = tmp_path / "logs"
+    with GraphGuards(chain_system(), log=str(logs)) as guards:
+        updates = list(chain_graph(guards).stream({}, stream_mode="updates"))
+        genuine = next(u["tester"]["cpl"]["Committer"] for u in updates if "tester" in u)
+        genuine = next(iter(genuine.values()))
+        committer = guards.agent("Committer")
+        assert committer.holds("merge")
+        # a token of another system whose Tester failed: accepted, it would flip the guard
+        with System(["Tester", "Committer"], {"merge": ("Committer", "true")},
+                    variables=["status"]).agent("Tester") as stranger:
+            stranger.act(status="failed")
+            foreign = stranger.send("Committer").text
+        rng = random.Random(17)
+        hostile = {
+            "random": "".join(chr(rng.randrange(33, 127)) for _ in range(80)),
+            "bytes": bytes(rng.randrange(256) for _ in range(64)),
+            "truncated": genuine[:len(genuine) // 2],
+            "oversized": "A" * 100_000,
+            "foreign": foreign,
+            "replayed": genuine,
+            "number": 42,
+        }
+        alone = chain_graph(guards, with_tester=False)
+        assert alone.invoke({"cpl": {"Committer": hostile}})["verdict"] == "merged"
+        assert committer.holds("merge")
+        # a shape no receiver can be found for is refused by the next node that runs
+        assert alone.invoke({"cpl": ["junk", 3]})["verdict"] == "merged"
+    refused = refusals(logs / "Committer.jsonl")
+    assert len(refused) == len(hostile) + 1
+    assert all(len(label) < 400 for label in refused)
+    assert "3 decisions re-checked" in merged_and_rechecked(logs, tmp_path)
+
+
+def test_a_hostile_token_at_a_tool_call_is_refused_and_the_tool_still_runs(tmp_path):
+    logs = tmp_path / "logs"
+    disk = langgraph_tools.Disk()
+    with GraphGuards(langgraph_tools.system(), log=str(logs)) as guards:
+        state = langgraph_tools.build(disk, guards).invoke(
+            {"messages": [("user", "save")], "cpl": {"tool_0": {"x": "garbage"}}})
+    assert disk.files == {"notes.txt": "hello"}
+    assert [m.status for m in state["messages"] if isinstance(m, ToolMessage)] == [
+        "success", "error", "success"]
+    assert len(refusals(logs / "tool_0.jsonl")) == 1
+    merged_and_rechecked(logs, tmp_path)
+
+
+def test_the_reducer_files_any_shape_under_a_receiver_and_never_raises():
+    assert merge_tokens({}, {"A": {"m1": "t1"}}) == {"A": {"m1": "t1"}}
+    assert merge_tokens({"A": {"m1": "t1"}}, {"A": {"m1": None}, "B": {"m2": "t2"}}) == {
+        "B": {"m2": "t2"}}
+    for junk in ("text", 7, [1, None], {3: "x"}, {"A": "bare"}, {"A": [b"x"]}, object()):
+        merged = merge_tokens("not a dict", junk)
+        assert all(isinstance(k, str) for bucket in merged.values() for k in bucket)
