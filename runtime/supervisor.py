@@ -19,7 +19,7 @@ the lifeline whose key signed it, :mod:`runtime.control`):
 
 Then it says ``stop``, hears the lifelines' last words for at most
 ``STOP_GRACE`` (a lifeline inside a blocking action cannot answer: its
-launcher ends it), and merges the logs into the trace (:mod:`runtime.merge`)
+launcher ends it), and merges the logs into the trace (:mod:`cpl.trace.merge`)
 with ``meta`` saying how the run ended.  The logs live in the run's parts
 folder (:mod:`runtime.parts`, beside the trace), with what ``cpl merge``
 needs to rebuild the trace should the supervisor vanish first.
@@ -46,7 +46,7 @@ from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat, Hello, Log, Probe, Refused,
                       Start, State, Stop, heard, quiet, send)
 from .launchers import Launcher, LocalProcesses
-from .merge import merge, read_log
+from cpl.trace import merge_logs as merge, read_log
 from .parts import Parts, log_of
 
 

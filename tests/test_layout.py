@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("cpl", "choreo", "runtime")
-CPL_SUBPACKAGES = ("lang", "trace", "monitor", "semantics", "view", "anomalies")
+CPL_SUBPACKAGES = ("lang", "trace", "monitor", "semantics", "view", "anomalies", "live")
 
 
 def module_name(path: Path) -> str:

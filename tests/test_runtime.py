@@ -304,7 +304,7 @@ def test_results_of_lifelines_without_declared_results_are_their_final_stores_as
 def test_the_merge_stops_a_log_at_a_line_that_is_no_event():
     """A log shipped from another host is only as good as that host: a bad line stops
     that lifeline's part of the trace there; the rest is merged."""
-    from runtime.merge import merge
+    from cpl.trace import merge_logs as merge
     logs = {"A": iter([{"id": "A.1", "lifeline": "A", "kind": "send", "to": "B", "msg": "A:1"},
                        {"id": "A.2", "lifeline": "A", "kind": "act", "set": "not a map"},
                        {"id": "A.3", "lifeline": "A", "kind": "act"}]),

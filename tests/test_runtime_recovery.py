@@ -301,7 +301,7 @@ def test_a_full_disk_is_worded_as_a_size_limit_is(tmp_path):
 
 
 def test_a_log_line_longer_than_the_limit_ends_that_log(tmp_path, monkeypatch):
-    from runtime import merge
+    from cpl.trace import merge
     monkeypatch.setattr(merge, "MAX_LINE", len(A_SEND))
     log = tmp_path / "0.jsonl"
     log.write_text(A_SEND + A_SEND.replace("A.1", "A.22").replace("A:1", "A:2"))
@@ -322,7 +322,7 @@ def test_a_merge_opens_every_log_even_past_a_low_limit_on_open_files(tmp_path):
         (tmp_path / f"{index}.jsonl").write_text(json.dumps(event) + "\n")
     script = (
         "import sys\n"
-        "from runtime.merge import merge, read_log\n"
+        "from cpl.trace import merge_logs as merge, read_log\n"
         f"names = tuple({lifelines!r})\n"
         f"logs = {{n: read_log(r'{tmp_path}/' + str(i) + '.jsonl', n) "
         "for i, n in enumerate(names)}\n"

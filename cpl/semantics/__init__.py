@@ -7,10 +7,11 @@ monitors are tested against, and ``cpl eval --engine reference``);
 events (:class:`Recent`).
 """
 
-from .explain import ExplainError, Explainer, explain
+from .explain import ExplainError, Explainer, Explanation, Step, Term, explain
 from .recent import Recent, explain_stream
 from .reference import (BeyondSlice, Evaluator, Horizon, evaluate, evaluate_all, recheck,
                         vector_clocks)
 
-__all__ = ["BeyondSlice", "Evaluator", "ExplainError", "Explainer", "Horizon", "Recent",
-           "evaluate", "evaluate_all", "explain", "explain_stream", "recheck", "vector_clocks"]
+__all__ = ["BeyondSlice", "Evaluator", "ExplainError", "Explainer", "Explanation", "Horizon",
+           "Recent", "Step", "Term", "evaluate", "evaluate_all", "explain", "explain_stream",
+           "recheck", "vector_clocks"]

@@ -5,16 +5,18 @@
 check it; :class:`TraceWriter` is the only writer; :class:`Clocks` stamps
 vector clocks on recorded events; :func:`unwritable` says why a file could
 not be created; :func:`unfinished` words a trace whose run never ended while
-its lifelines' logs (:func:`parts_of`) are still there.
+its lifelines' logs (:func:`parts_of`) are still there; :func:`merge_logs` merges
+per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way.
 """
 
 from .clocks import Clocks
 from .codec import encode_json, value_problem
 from .files import dump_trace, load_trace, open_trace
+from .merge import merge as merge_logs, read_log
 from .msc import KINDS, Event, Trace
 from .paths import unwritable
 from .recovery import parts_of, unfinished
 from .stream import TraceWriter
 
 __all__ = ["Clocks", "Event", "KINDS", "Trace", "TraceWriter", "dump_trace", "encode_json",
-           "load_trace", "open_trace", "parts_of", "unfinished", "unwritable", "value_problem"]
+           "load_trace", "merge_logs", "open_trace", "read_log", "parts_of", "unfinished", "unwritable", "value_problem"]

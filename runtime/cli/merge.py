@@ -3,7 +3,7 @@
 ``cpl run --trace T`` keeps its lifelines' logs in ``T.parts`` until the
 trace is whole (``runtime.parts``).  If the supervisor is killed first, T
 stops at whatever it had; this command merges the logs as the supervisor
-would have (``runtime.merge``) into a trace whose ``meta.status`` is
+would have (``cpl.trace.merge``) into a trace whose ``meta.status`` is
 ``vanished``.  The new trace is written beside TRACE and checked by the trace
 reader before it replaces TRACE, so a full disk or damaged logs leave TRACE
 and the parts as they were.
@@ -26,67 +26,94 @@ _END_LINE = re.compile(rb'\s*\{\s*"end"\s*:')
 
 
 def cmd_merge(args) -> int:
-    from choreo.status import VANISHED
-    from cpl.trace import Trace, TraceWriter, open_trace
-    from ..merge import merge, read_log
-    from ..parts import Parts, PartsError
+    from cpl.trace import Trace, TraceWriter, merge_logs, open_trace
 
-    try:
-        parts = Parts.read(args.parts)
-    except PartsError as error:
-        print(f"cpl merge: {error}", file=sys.stderr)
+    source = _source(args.parts)
+    if source is None:
         return EXIT_FAILED
-    _may_replace(args.output, args.parts, args.force)
+    header, lifelines, logs, ended, what, parts = source
+    _may_replace(args.output, what if parts else None, args.force)
     temporary = _beside(args.output)
     try:
-        header = parts.header
         try:
             writer = TraceWriter.open(temporary, header["lifelines"], header.get("init"),
                                       header.get("vars"), header.get("symbols"),
                                       header.get("predicates"))
         except ValueError as error:
-            raise TraceError(f"{parts.folder}: its header cannot be written: {error}") from None
+            raise TraceError(f"{what}: its header cannot be written: {error}") from None
         with writer:
-            logs = {name: read_log(log, name) for name, log in parts.logs().items()}
-            placed = merge(logs, parts.lifelines, writer.write)
-            writer.close({**(parts.end or {**parts.meta, "status": VANISHED, "error": (
-                "the supervisor vanished before the run ended: cpl merge rebuilt the trace "
-                "from the lifelines' logs")}), **placed})
+            placed = merge_logs(logs(), lifelines, writer.write)
+            writer.close({**ended, **placed})
         try:
-            source = open_trace(temporary, lambda _: None)
-            count = len(source.events) if isinstance(source, Trace) \
-                else sum(1 for _ in source.events())
+            trace = open_trace(temporary, lambda _: None)
+            count = len(trace.events) if isinstance(trace, Trace) \
+                else sum(1 for _ in trace.events())
         except TraceError as error:
-            raise TraceError(f"the logs in {parts.folder} do not make a valid trace: "
+            raise TraceError(f"the logs in {what} do not make a valid trace: "
                              f"{error.message}", args.output) from None
         os.replace(temporary, args.output)
     except TraceError as error:
         print(f"cpl merge: {_renamed(error, temporary, args.output)}\n  {args.output} and "
-              f"{parts.folder} are as they were", file=sys.stderr)
+              f"{what} are as they were", file=sys.stderr)
         return EXIT_FAILED
     finally:
         if os.path.lexists(temporary):
             os.unlink(temporary)
-    lifelines, transit = len(parts.lifelines), len(placed["in_transit"])
-    print(f"{args.output}: {_counted(count, 'event')} of {_counted(lifelines, 'lifeline')}, "
-          f"{_counted(transit, 'message')} in transit, {placed['unplaced']:,} unplaced; "
-          f"{parts.folder} may be deleted")
+    transit = len(placed["in_transit"])
+    print(f"{args.output}: {_counted(count, 'event')} of {_counted(len(lifelines), 'lifeline')}"
+          f", {_counted(transit, 'message')} in transit, {placed['unplaced']:,} unplaced"
+          + (f"; {what} may be deleted" if parts else ""))
     return EXIT_OK
 
 
-def _may_replace(output: str, folder: str, force: bool) -> None:
-    """TRACE may be replaced if it is new, empty, or the unfinished trace of these parts."""
+def _source(paths: list[str]):
+    """What to merge: a run's parts folder (alone), or agents' logs (``cpl.live``):
+    ``(header, lifelines, logs, meta, what, is_parts)``, or ``None`` once the error is
+    said."""
+    from choreo.status import VANISHED
+    from cpl.live import AgentLogs
+    from cpl.trace import read_log
+    from ..parts import IDENTITY, Parts, PartsError
+
+    if len(paths) == 1 and os.path.isdir(paths[0]) and not AgentLogs.among(paths[0]) \
+            or os.path.isfile(os.path.join(paths[0], IDENTITY)):
+        try:
+            parts = Parts.read(paths[0])
+        except PartsError as error:
+            print(f"cpl merge: {error}", file=sys.stderr)
+            return None
+        ended = parts.end or {**parts.meta, "status": VANISHED, "error": (
+            "the supervisor vanished before the run ended: cpl merge rebuilt the trace "
+            "from the lifelines' logs")}
+        return (parts.header, parts.lifelines,
+                lambda: {name: read_log(log, name) for name, log in parts.logs().items()},
+                ended, parts.folder, True)
+    try:
+        agents = AgentLogs.collect(paths)
+    except TraceError as error:
+        print(f"cpl merge: {error}", file=sys.stderr)
+        return None
+    what = paths[0] if len(paths) == 1 else f"the {len(agents.headers)} logs"
+    return (agents.trace_header, agents.lifelines, lambda: agents.events(read_log),
+            agents.meta(), what, False)
+
+
+def _may_replace(output: str, folder: str | None, force: bool) -> None:
+    """TRACE may be replaced if it is new, empty, or the unfinished trace of the parts in
+    ``folder`` (``None``: agents' logs, which have no trace of their own yet)."""
     from cpl.trace import parts_of
     try:
         if not os.path.lexists(output) or os.path.getsize(output) == 0 or force:
             return
-        ours = os.path.realpath(parts_of(output)) == os.path.realpath(folder)
+        ours = folder is not None and \
+            os.path.realpath(parts_of(output)) == os.path.realpath(folder)
         if ours and not _finished(output):
             return
     except (OSError, ValueError) as error:
         raise UsageError(f"-o {output}: cannot look at it: "
                          f"{getattr(error, 'strerror', None) or error}") from None
     why = ("a whole trace (it has its end): its run finished" if ours
+           else "a file already" if folder is None
            else "not the unfinished trace of these parts")
     raise UsageError(f"-o {output}: it is {why}; give --force to replace it")
 
@@ -130,13 +157,17 @@ def _renamed(error: TraceError, temporary: str, output: str) -> str:
 def add_merge_command(commands) -> None:
     merge = add_command(
         commands, "merge", cmd_merge,
-        help="rebuild a run's trace from its lifelines' logs when its supervisor vanished",
-        description="Rebuild the trace of a run whose `cpl run` was killed before it wrote "
-        "it whole, from the lifelines' logs it keeps beside the trace (T.parts for --trace "
-        "T) until then: the events in causal order with their vector clocks, meta.status "
-        "'vanished', the messages in transit and the receives that could not be placed.")
-    merge.add_argument("parts", metavar="PARTS",
-                       help="the run's parts folder, e.g. t.jsonl.parts")
+        help="merge per-lifeline logs into one trace: a run's whose supervisor vanished, "
+        "or agents' (cpl.live)",
+        description="Merge per-lifeline logs into one trace: the events in causal order with "
+        "their vector clocks, the messages in transit and the receives that could not be "
+        "placed. Either the parts of a run whose `cpl run` was killed before it wrote its "
+        "trace whole (T.parts for --trace T; meta.status 'vanished'), or the logs agents "
+        "wrote through cpl.live on any processes or hosts (meta.status 'ok' when every "
+        "agent closed its log, else 'vanished').")
+    merge.add_argument("parts", metavar="PARTS", nargs="+",
+                       help="a run's parts folder (e.g. t.jsonl.parts), or the logs of "
+                       "agents (cpl.live): .jsonl files, or folders of them")
     merge.add_argument("-o", "--output", metavar="TRACE", required=True,
                        help=f"the trace to write ({TRACE_FILES}); an unfinished trace of "
                        f"these parts is replaced, a whole trace only with --force")

@@ -1,7 +1,7 @@
 """Merging the lifelines' event logs into one ``cpl-msc/1`` trace, clocks computed here.
 
-Each lifeline process logs its own events in local order (one JSON line
-each, with the wall-clock ``time`` it took them).  The run's trace lists all
+Each lifeline process, and each agent of ``cpl.live``, logs its own events
+in local order (one JSON line each, with the wall-clock ``time`` it took them).  The run's trace lists all
 events in a linear extension of the causal order: repeatedly take, among
 the lifelines whose next event can be placed (anything but a receive whose
 send is not placed yet), the one taken earliest.  The vector clock of each
@@ -13,7 +13,8 @@ Memory is the clocks of the messages in transit, not the run's length.  A
 log cut by a crash is read up to its last whole line; a receive whose send
 was never logged cannot be placed and is counted in ``meta.unplaced``.  The
 supervisor merges at the end of a run; ``cpl merge`` merges the same logs
-(``runtime.parts``) when the supervisor vanished before it could.
+(``runtime.parts``) when the supervisor vanished before it could, and the
+logs of agents that no ``cpl run`` started (``cpl.live``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import resource
 import stat
 from typing import Iterator
 
-from cpl.trace import Clocks, KINDS, Event
+from .clocks import Clocks
+from .msc import KINDS, Event
 
 
 _FIELDS = frozenset(Event._fields)
@@ -34,11 +36,11 @@ MAX_LINE = 64 * 2**20  # bytes: as the trace reader's, a longer line is not an e
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # an escaped surrogate: maybe not in a pair
 
 
-def read_log(path: str, lifeline: str | None = None) -> Iterator[dict]:
-    """The events of one lifeline's log; a last line cut mid-way (a crash) is dropped, and
-    so is everything from a line that is not one of ``lifeline``'s events (a log shipped
-    from another host, or left in a folder, is only as good as its writer) or is longer
-    than ``MAX_LINE``."""
+def read_log(path: str, lifeline: str | None = None, start: int = 0) -> Iterator[dict]:
+    """The events of one lifeline's log from byte ``start`` (past an agent log's header); a
+    last line cut mid-way (a crash) is dropped, and so is everything from a line that is
+    not one of ``lifeline``'s events (a log shipped from another host, or left in a folder,
+    is only as good as its writer; an agent's end line) or is longer than ``MAX_LINE``."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return  # a device or a pipe would never end
@@ -46,6 +48,7 @@ def read_log(path: str, lifeline: str | None = None) -> Iterator[dict]:
     except (OSError, ValueError):
         return
     with handle:
+        handle.seek(start)
         while True:
             line = handle.readline(MAX_LINE + 1)
             if not line.endswith(b"\n") or len(line) > MAX_LINE:

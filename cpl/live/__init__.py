@@ -1,0 +1,20 @@
+"""Guards for agents you already run: the live-monitoring API.
+
+Compile a :class:`System` once (its lifelines, guards and variables); take
+one :class:`Agent` per lifeline (``system.agent(name)``) and tell it each
+event as it happens: ``act``, ``send`` (a :class:`Token` to pass on with the
+message), ``receive`` (the token that came), ``decide`` (a choice by a guard
+it owns).  Each agent can log its events; ``cpl merge`` turns the logs of
+every process into one ``cpl-msc/1`` trace that ``cpl eval`` re-checks.
+"""
+
+from .agent import Agent
+from .errors import (LiveError, NotOwner, TokenRefused, UndeclaredVariable, UnknownLabel,
+                     UnknownLifeline)
+from .log import AgentLogs
+from .system import System
+from .token import MAX_TOKEN, MAX_TOKEN_TEXT, Token
+
+__all__ = ["Agent", "AgentLogs", "LiveError", "MAX_TOKEN", "MAX_TOKEN_TEXT", "NotOwner",
+           "System", "Token", "TokenRefused", "UndeclaredVariable", "UnknownLabel",
+           "UnknownLifeline"]

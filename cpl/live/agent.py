@@ -1,0 +1,192 @@
+"""One agent of a system: its monitor, its events, and the tokens it sends and takes.
+
+An ``Agent`` is to an application's own agent what ``choreo.machine.Runner``
+is to a choreography's lifeline: it counts the events, feeds them to the
+lifeline's monitor and records them.  The application says when an event
+happens (``act``, ``send``, ``receive``, ``decide``); the agent checks
+everything first, so a misuse or a refused token leaves the monitor, the
+counters and the log as they were.  One lock per agent makes the calls safe
+from several threads and from asyncio tasks (no call blocks on anything but
+its own log write).
+"""
+
+from __future__ import annotations
+
+import threading
+from types import MappingProxyType
+from typing import Mapping
+
+from ..monitor import Monitor
+from ..trace import Event
+from .errors import LiveError, NotOwner, TokenRefused, UnknownLifeline
+from .log import AgentLog
+from .token import VERSION, Token, read, sign
+
+REPLAY_WINDOW = 4096  # messages per sender remembered above the highest contiguous one
+_EMPTY: Mapping = MappingProxyType({})
+
+
+class Agent:
+    """Made by ``System.agent(name)``; a context manager that closes its log."""
+
+    def __init__(self, system, lifeline: str, *, log: str | None = None, fsync: bool = False):
+        if lifeline not in system.program._positions:
+            raise UnknownLifeline(lifeline, system.lifelines)
+        self.system = system
+        self.lifeline = lifeline
+        self.monitor = Monitor(system.program, lifeline, system.init.get(lifeline, {}))
+        self.taken = 0  # events so far: the next is f"{lifeline}.{taken + 1}"
+        self.sent = 0  # messages so far: the next is f"{lifeline}:{sent + 1}"
+        self.last = "nothing"  # the kind of the latest event, for explanations
+        self.seen = {name: 0 for name in system.program.carried}  # frontier: B -> B-events seen
+        self._received: dict[str, tuple[int, set]] = {}  # sender -> (floor, seqs above it)
+        self._lock = threading.Lock()
+        self._log = AgentLog.open(log, system, lifeline, fsync) if log is not None else None
+
+    # ------------------------------------------------------------------ events
+
+    def act(self, label: str | None = None, /, **updates) -> str:
+        """A local event setting ``updates``; its id."""
+        self.system.check_updates(updates)
+        with self._lock:
+            self.monitor.act(updates)
+            return self._took("act", updates=updates, label=_label(label))
+
+    def send(self, to: str, label: str | None = None, /) -> Token:
+        """A send to ``to``: the token to pass on with the message."""
+        if to not in self.system.program._positions:
+            raise UnknownLifeline(to, self.system.lifelines)
+        if to == self.lifeline:
+            raise LiveError(f"{self.lifeline} cannot send to itself: a message goes between "
+                            f"two agents (use act for a local event)")
+        label = _label(label) or ""
+        with self._lock:
+            metadata = self.monitor.send()
+            self.sent += 1
+            fields = [VERSION, self.system.signature, self.lifeline, to, self.sent, label]
+            token = Token(*fields[1:], metadata, sign(fields + [metadata.encode()],
+                                                      self.system.secret)
+                          if self.system.secret is not None else b"")
+            self._took("send", to=to, msg=token.msg, label=label or None)
+            return token
+
+    def receive(self, token, /, **updates) -> str:
+        """The receive of the message ``token`` came with, setting ``updates``; its id.
+        ``TokenRefused`` (nothing taken) if the token may not be received here."""
+        self.system.check_updates(updates)
+        token = read(token, self.system)
+        if token.receiver != self.lifeline:
+            raise TokenRefused("misaddressed", f"sent to {token.receiver!r:.60}, not to "
+                               f"{self.lifeline!r}")
+        if token.sender not in self.system.program._positions or token.sender == self.lifeline:
+            raise TokenRefused("malformed", f"from {token.sender!r:.60}, which is not another "
+                               f"lifeline of this system")
+        with self._lock:
+            self._check_clock(token)
+            self._check_fresh(token)
+            self.monitor.receive(token.metadata, updates)
+            self._remember(token)
+            return self._took("recv", updates=updates, msg=token.msg, label=token.label or None)
+
+    def decide(self, label: str) -> bool:
+        """A choice event deciding by the guard ``label`` (which this agent must own): its
+        value, recorded with the guard."""
+        guard = self._owned(label)
+        with self._lock:
+            self.monitor.choice()
+            value = self.monitor.value(guard.primitive)
+            self._took("choice", label=label, guard=guard.canonical, outcome=value)
+            return value
+
+    def holds(self, label: str) -> bool:
+        """The guard's value at this agent's latest event (no event is taken)."""
+        guard = self._owned(label)
+        with self._lock:
+            return self.monitor.value(guard.primitive)
+
+    def explain(self, label: str):
+        """Why the guard has its value at the latest event: a ``cpl.semantics.Explanation``
+        (``to_text()`` prints what ``cpl explain`` prints), read from this agent's monitor."""
+        from .explain import explain_now
+        guard = self._owned(label)
+        with self._lock:
+            return explain_now(self, label, guard)
+
+    # ------------------------------------------------------------------ the rest
+
+    def close(self) -> None:
+        """Finish the log (it says the agent closed it); the agent takes no more events."""
+        with self._lock:
+            if self._log is not None:
+                self._log.close(self.taken)
+                self._log = None
+
+    def __enter__(self) -> "Agent":
+        return self
+
+    def __exit__(self, *_) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<Agent {self.lifeline!r}: {self.taken} events, {self.sent} sent>"
+
+    def _owned(self, label: str):
+        owner, guard = self.system.guard(label)
+        if owner != self.lifeline:
+            raise NotOwner(label, owner, self.lifeline)
+        return guard
+
+    def _took(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
+              outcome=None) -> str:
+        self.taken += 1
+        self.last = kind
+        if self.lifeline in self.seen:
+            self.seen[self.lifeline] = self.taken
+        ident = f"{self.lifeline}.{self.taken}"
+        if self._log is not None:
+            self._log.write(Event.checked((ident, self.lifeline, kind, to, msg,
+                                           MappingProxyType(updates) if updates else _EMPTY,
+                                           label, guard, outcome, None, None, None)))
+        return ident
+
+    def _check_clock(self, token: Token) -> None:
+        """Nobody saw more of my events than I took; the sender's own entry counts at least
+        its sends (each message is one of its events)."""
+        vc, carried = token.metadata.vc, self.system.carried
+        mine = carried.get(self.lifeline)
+        if mine is not None and vc[mine] > self.taken:
+            raise TokenRefused("clock", f"its clock claims {vc[mine]} events of "
+                               f"{self.lifeline}, which has taken {self.taken}")
+        theirs = carried.get(token.sender)
+        if theirs is not None and vc[theirs] < token.seq:
+            raise TokenRefused("clock", f"its clock gives {token.sender} {vc[theirs]} events, "
+                               f"fewer than the {token.seq} messages it claims to have sent")
+
+    def _check_fresh(self, token: Token) -> None:
+        floor, above = self._received.get(token.sender, (0, ()))
+        if token.seq <= floor or token.seq in above:
+            raise TokenRefused("replayed", f"message {token.msg!r} was received already "
+                               f"(or came after {REPLAY_WINDOW:,} later ones)")
+
+    def _remember(self, token: Token) -> None:
+        """Messages may arrive in any order: keep the highest seq below which all arrived,
+        and the ones above it, at most ``REPLAY_WINDOW`` (the oldest then count as seen)."""
+        floor, above = self._received.get(token.sender, (0, None))
+        above = set() if above is None else above
+        above.add(token.seq)
+        while floor + 1 in above or len(above) > REPLAY_WINDOW:
+            floor = floor + 1 if floor + 1 in above else min(above)
+            above.discard(floor)
+        self._received[token.sender] = (floor, above)
+        seen = self.seen
+        for name, position in self.system.carried.items():
+            if token.metadata.vc[position] > seen[name]:
+                seen[name] = token.metadata.vc[position]
+
+
+def _label(label) -> str | None:
+    if label is None or isinstance(label, str) and len(label) <= 1000:
+        return label or None
+    raise LiveError(f"a label is a string of at most 1,000 characters, not "
+                    f"{type(label).__name__}" if not isinstance(label, str)
+                    else "a label is at most 1,000 characters")

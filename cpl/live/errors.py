@@ -1,0 +1,64 @@
+"""What goes wrong when an application drives its agents by hand: one error per misuse.
+
+Every error says what was asked, what the system has, and the fix, so a
+developer wiring guards into an agent never reads a ``KeyError`` from inside
+the monitor.  All are ``LiveError``s, themselves ``ValueError``s.
+"""
+
+from __future__ import annotations
+
+from ..lang import did_you_mean
+
+
+class LiveError(ValueError):
+    """A misuse of the live API; the message says the fix."""
+
+
+class UnknownLifeline(LiveError):
+    def __init__(self, name, lifelines):
+        super().__init__(_said(f"{name!r} is not a lifeline of this system", name, lifelines,
+                               f"its lifelines are {_listed(lifelines)}; System(...) lists "
+                               f"every agent that takes part"))
+
+
+class UnknownLabel(LiveError):
+    def __init__(self, label, labels):
+        super().__init__(_said(f"no guard is labelled {label!r}", label, labels,
+                               f"the guards are {_listed(labels) or 'none'}; add it to "
+                               f"System(..., guards)"))
+
+
+class NotOwner(LiveError):
+    def __init__(self, label, owner, asked):
+        super().__init__(f"the guard {label!r} belongs to {owner!r}, not {asked!r}: a guard is "
+                         f"decided only by its owner, from its causal past; ask "
+                         f"system.agent({owner!r})")
+
+
+class UndeclaredVariable(LiveError):
+    def __init__(self, name, variables):
+        super().__init__(_said(f"{name!r} is not a declared variable", name, variables,
+                               f"the variables are {_listed(variables) or 'none'}; declare "
+                               f"it with System(..., variables=[...])"))
+
+
+class TokenRefused(LiveError):
+    """A token that must not reach the monitor: ``reason`` is a short tag for counting
+    (``malformed``, ``oversized``, ``foreign``, ``misaddressed``, ``replayed``, ``forged``,
+    ``clock``).  The agent's state is as it was."""
+
+    def __init__(self, reason: str, detail: str):
+        super().__init__(f"token refused ({reason}): {detail}")
+        self.reason = reason
+
+
+def _said(what: str, name, known, rest: str) -> str:
+    """``what``, the closest known name if one is close, then ``rest``."""
+    hint = did_you_mean(name, known)
+    return f"{what}{hint} {rest[0].upper()}{rest[1:]}." if hint else f"{what}: {rest}."
+
+
+def _listed(names, most: int = 12) -> str:
+    names = list(names)
+    shown = ", ".join(repr(n) for n in names[:most])
+    return shown + (f" and {len(names) - most} more" if len(names) > most else "")

@@ -1,0 +1,155 @@
+"""A system of agents and their guards, compiled once: what every agent object shares.
+
+The guards are checked as ``cpl check`` checks them (a bad guard is a
+``GuardError`` with its position) and compiled into one monitor program for
+all lifelines; each guard's subformulas are compiled as roots too, so an
+agent can explain a value from its monitor.  The fingerprint names the
+system: a token made under other lifelines, guards or variables would be
+read against the wrong views, so it is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Iterable, Mapping
+
+from ..errors import GuardError
+from ..lang import DEFAULT, Registry, Schema, ast, check
+from ..monitor import OwnedFormula, compile_guards
+from ..trace import value_problem
+from .errors import LiveError, UndeclaredVariable, UnknownLabel, UnknownLifeline
+
+MAX_NAME = 200  # characters of a lifeline, label or variable name
+
+
+class System:
+    """``System(lifelines, guards, variables)``: ``guards`` maps a label to ``(owner, guard)``;
+    ``variables`` are the names agents set (a bare word in a guard that is not one of them
+    is a constant: ``status == passed``).  ``init`` gives lifelines their starting values;
+    with ``secret`` (bytes) every token is signed and an unsigned or forged one refused."""
+
+    def __init__(self, lifelines: Iterable[str], guards: Mapping[str, tuple[str, str]],
+                 variables: Iterable[str], *, init: Mapping[str, Mapping] | None = None,
+                 secret: bytes | None = None, predicates: Registry = DEFAULT):
+        self.lifelines = _names(lifelines, "lifeline")
+        self.variables = frozenset(_names(variables, "variable", empty=True))
+        self.init = _init(init, self.lifelines, self.variables)
+        if secret is not None and not (isinstance(secret, bytes) and len(secret) >= 16):
+            raise LiveError("secret must be bytes, at least 16 of them (os.urandom(32) makes one)")
+        self.secret = secret
+        schema = Schema(self.lifelines, self.variables, None, predicates)
+        self.guards: dict[str, tuple[str, object]] = {}  # label -> (owner, CheckedGuard)
+        if not isinstance(guards, Mapping):
+            raise LiveError("guards must map each label to (owner, guard text)")
+        for label, entry in guards.items():
+            if not (isinstance(label, str) and 0 < len(label) <= MAX_NAME):
+                raise LiveError(f"a guard's label must be a name of 1 to {MAX_NAME} characters, "
+                                f"not {_short(label)}")
+            if not (isinstance(entry, (tuple, list)) and len(entry) == 2
+                    and all(isinstance(part, str) for part in entry)):
+                raise LiveError(f"guard {label!r} must be (owner, guard text), not {_short(entry)}")
+            owner, text = entry
+            if owner not in self.lifelines:
+                raise UnknownLifeline(owner, self.lifelines)
+            try:
+                self.guards[label] = (owner, check(text, schema))
+            except GuardError as error:
+                error.origin = f"guard {label!r}"  # str(error) names it, with the caret
+                raise
+        self.program = compile_guards(self._roots(), self.lifelines, predicates=predicates)
+        self.carried = {name: i for i, name in enumerate(self.program.carried)}
+        self.fingerprint = hashlib.sha256(json.dumps({
+            "lifelines": self.lifelines, "variables": sorted(self.variables),
+            "guards": [[label, owner, guard.canonical]
+                       for label, (owner, guard) in sorted(self.guards.items())]},
+            ensure_ascii=True).encode()).hexdigest()[:16]
+        self.signature = bytes.fromhex(self.fingerprint)  # what a token carries of it
+
+    @property
+    def labels(self) -> tuple[str, ...]:
+        return tuple(self.guards)
+
+    def owner(self, label: str) -> str:
+        return self.guard(label)[0]
+
+    def guard(self, label: str):
+        """``(owner, CheckedGuard)`` of ``label``, or ``UnknownLabel``."""
+        try:
+            return self.guards[label]
+        except (KeyError, TypeError):
+            raise UnknownLabel(label, self.guards) from None
+
+    def agent(self, lifeline: str, *, log: str | None = None, fsync: bool = False):
+        """The one object through which ``lifeline`` takes its events; ``log`` (a ``.jsonl``
+        file, or a folder for ``<folder>/<lifeline>.jsonl``) records them as they happen."""
+        from .agent import Agent
+        return Agent(self, lifeline, log=log, fsync=fsync)
+
+    def check_updates(self, updates: Mapping) -> None:
+        """Every name declared, every value one a trace can hold."""
+        for name, value in updates.items():
+            if name not in self.variables:
+                raise UndeclaredVariable(name, self.variables)
+            problem = value_problem(value, (list, tuple), recorded=True)
+            if problem:
+                raise LiveError(f"the value of {name!r} {problem}")
+
+    def _roots(self) -> list[OwnedFormula]:
+        """Each guard, then its subformulas evaluated at its owner (not under ``@B`` of
+        another lifeline): kept by the monitor, they let ``Agent.explain`` read every
+        value the guard rests on."""
+        roots = [OwnedFormula(owner, guard.primitive) for owner, guard in self.guards.values()]
+        for owner, guard in self.guards.values():
+            stack = [guard.primitive]
+            while stack:
+                node = stack.pop()
+                roots.append(OwnedFormula(owner, node))
+                if not (isinstance(node, ast.At) and node.lifeline != owner):
+                    stack.extend(ast.children(node))
+        return roots
+
+
+def _names(names, what: str, empty: bool = False) -> tuple[str, ...]:
+    if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
+        raise LiveError(f"the {what}s must be a list of names, not {_short(names)}")
+    names = tuple(names)
+    for name in names:
+        if not (isinstance(name, str) and 0 < len(name) <= MAX_NAME and name.isprintable()):
+            raise LiveError(f"a {what} must be a printable name of 1 to {MAX_NAME} characters, "
+                            f"not {_short(name)}")
+    if len(set(names)) < len(names):
+        twice = next(n for i, n in enumerate(names) if n in names[:i])
+        raise LiveError(f"the {what} {twice!r} is named twice")
+    if not names and not empty:
+        raise LiveError(f"a system needs at least one {what}")
+    return names
+
+
+def _init(init, lifelines, variables) -> dict[str, dict]:
+    if init is None:
+        return {}
+    if not isinstance(init, Mapping):
+        raise LiveError("init must map lifelines to their starting values")
+    stores = {}
+    for lifeline, store in init.items():
+        if lifeline not in lifelines:
+            raise UnknownLifeline(lifeline, lifelines)
+        if not isinstance(store, Mapping):
+            raise LiveError(f"init[{lifeline!r}] must map variables to values")
+        for name, value in store.items():
+            if name not in variables:
+                raise UndeclaredVariable(name, variables)
+            problem = value_problem(value, (list, tuple), recorded=True)
+            if problem:
+                raise LiveError(f"init[{lifeline!r}][{name!r}] {problem}")
+        stores[lifeline] = dict(store)
+    return stores
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+__all__ = ["System"]
