@@ -1,39 +1,34 @@
 """LangGraph adapter: graph nodes as CPL lifelines, their tokens carried in graph state.
 
-Why this shape: a LangGraph superstep runs its tasks concurrently, each on the state of
-the previous barrier, so what a node has *seen* is exactly what reached it through state.
-Each guarded node is a lifeline (a :class:`cpl.live.Agent`); the metadata travels where
-the data travels, in one state channel, and the guards judge the causal past that
-LangGraph really gave the node rather than the order its threads happened to finish in.
+A superstep runs its tasks concurrently, each on the state of the previous barrier, so
+what a node has *seen* is what reached it through state: the tokens travel there too,
+and a guard judges the causal past LangGraph gave the node, not the order its threads
+happened to finish in.
 
-* **The channel.** Declare ``cpl: Tokens`` in the state schema.  Its value maps a
-  receiving lifeline to ``{message id: token text}``.  :func:`merge_tokens`, its reducer,
-  merges the writes of one superstep (distinct message ids commute) and deletes what a
-  receiver consumed (an id mapped to ``None``).  It never raises: whatever a caller or a
-  node wrote is filed under a receiver (or under :data:`UNADDRESSED`) and refused there.
-* **Nodes.** ``guards.node(lifeline, fn, to=...)``: at the start the node receives the
-  tokens addressed to its lifeline (a refused one is recorded as ``act("refused: ...")``
-  and dropped); it copies the state keys named in ``reads`` into its store; at the end
-  the guard variables in its update are recorded as one act, and one token per lifeline
-  in ``to`` goes out in the update.  Several nodes may act as one lifeline when they
-  never run in the same superstep.
-* **Send fan-out.** Tasks of one superstep are concurrent, so each task is its own
-  lifeline: declare ``family("worker", n)`` (``worker_0`` .. ``worker_{n-1}``) among the
-  lifelines; ``guards.fan_out(sender, "worker", payloads)`` builds the Sends, payload *k*
-  carrying a token addressed to ``worker_k``; ``guards.tasks("worker", fn)`` wraps the
-  node, and each task acts as the member its payload's token names.
-* **Conditional edge.** ``guards.route(label, if_true, if_false)`` is a routing function
-  that records the owner's decision and routes by its value.
-* **ToolNode.** ``guards.tool_calls("tool", guarded={...}, to=...)`` is a
-  ``wrap_tool_call``: call *k* of the AIMessage runs as ``tool_k``; a guarded tool whose
-  guard is false returns an error ToolMessage naming the guard, with its explanation,
-  instead of running.  Per-member labels come from :func:`family_guards`.
+* **Channel**: ``cpl: Tokens`` in the state schema maps a receiving lifeline to
+  ``{message id: token text}``; its reducer :func:`merge_tokens` merges one superstep's
+  writes, deletes consumed ids (mapped to ``None``) and never raises: whatever a caller
+  or node wrote is filed under a receiver (or :data:`UNADDRESSED`) and refused there.
+* **Nodes**: ``guards.node(lifeline, fn, to=..., reads=...)`` receives the tokens for
+  ``lifeline`` (a refused one is recorded as ``act("refused: ...")``), the state keys in
+  ``reads`` set by the first receive; at the end the guard variables of its update are
+  one act, and one token per lifeline in ``to`` goes out in the update.
+* **Send fan-out**: one lifeline per task, ``family("worker", n)`` = ``worker_0`` ..;
+  ``guards.fan_out(sender, "worker", payloads)`` addresses payload *k* to ``worker_k``
+  and ``guards.tasks("worker", fn)`` runs each task as the member its token names.
+* **Conditional edge**: ``guards.route(label, if_true, if_false)`` decides at the owner.
+* **ToolNode**: ``guards.tool_calls("tool", guarded=...)`` is a ``wrap_tool_call`` running
+  call *k* of the AIMessage as ``tool_k``; a false guard returns an error ToolMessage
+  naming it, with its explanation, instead of running the tool.
 """
 
 from __future__ import annotations
 
 import hashlib
 import inspect
+import os
+import threading
+from itertools import count, takewhile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Annotated, Any
@@ -42,12 +37,14 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
-from cpl.live import Agent, LiveError, System
+from cpl.live import (Agent, LiveError, System, Token, TokenRefused, UndeclaredVariable,
+                      UnknownLifeline)
 
 CHANNEL = "cpl"
 UNADDRESSED = "?"  # receiver of entries nobody can be found for; the next node to run refuses them
 MAX_TAKEN = 64  # tokens a node takes from state per run; more are refused in one record
 MAX_REASON = 240  # characters of a refusal's reason kept in its record
+MAX_MADE = 4096  # tokens sent and not yet received whose Token objects are kept
 
 
 class GraphGuardError(LiveError):
@@ -56,8 +53,7 @@ class GraphGuardError(LiveError):
 
 def merge_tokens(current: Any, update: Any) -> dict:
     """The token channel's reducer: add new tokens, delete consumed ones, never raise."""
-    merged = {r: dict(b) for r, b in current.items() if isinstance(b, dict)} \
-        if isinstance(current, dict) else {}
+    merged = {r: dict(b) for r, b in current.items()} if isinstance(current, dict) else {}
     for receiver, entries in _addressed(update):
         bucket = merged.setdefault(receiver, {})
         for key, text in entries:
@@ -76,8 +72,6 @@ Tokens = Annotated[dict, merge_tokens]
 
 def family(name: str, size: int) -> tuple[str, ...]:
     """The lifelines of a fan-out: ``name_0`` .. ``name_{size-1}``, one per concurrent task."""
-    if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise GraphGuardError(f"a family needs at least one member, got size={size!r}")
     return tuple(f"{name}_{k}" for k in range(size))
 
 
@@ -88,8 +82,7 @@ def member_label(label: str, member: str) -> str:
 
 def family_guards(label: str, members: Iterable[str],
                   guard: str | Callable[[str], str]) -> dict[str, tuple[str, str]]:
-    """Guards for ``System``: one label per member (a label has one owner), the same guard
-    text or ``guard(member)``."""
+    """``System`` guards, one label per member (a label has one owner): text or guard(member)."""
     return {member_label(label, m): (m, guard(m) if callable(guard) else guard)
             for m in members}
 
@@ -98,16 +91,21 @@ class GraphGuards:
     """The agents of one graph, and the wrappers that make its nodes lifelines."""
 
     def __init__(self, system: System, *, log: str | None = None, channel: str = CHANNEL):
+        """``log``: a folder (made if missing) for one ``<lifeline>.jsonl`` per agent."""
         self.system = system
         self.channel = channel
-        self._variables = frozenset(system.variables)
+        self._variables = system.variables
+        if log is not None:
+            os.makedirs(log, exist_ok=True)
+            log = os.path.join(log, "")
         self._agents = {name: system.agent(name, log=log) for name in system.lifelines}
+        self._made: dict[str, Token] = {}  # text -> Token of tokens sent, not yet received
+        self._made_lock = threading.Lock()
 
     def agent(self, lifeline: str) -> Agent:
         """The agent of a lifeline (to act, decide or explain from inside a node)."""
         if lifeline not in self._agents:
-            raise GraphGuardError(f"unknown lifeline {lifeline!r}: the system declares "
-                                  f"{', '.join(self._agents)}")
+            raise UnknownLifeline(lifeline, self.system.lifelines)
         return self._agents[lifeline]
 
     def close(self) -> None:
@@ -121,7 +119,6 @@ class GraphGuards:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-    # -- nodes ---------------------------------------------------------------------------
 
     def node(self, lifeline: str, fn: Callable, *, to: Iterable[str] | Callable = (),
              reads: Iterable[str] = ()) -> Callable:
@@ -133,8 +130,8 @@ class GraphGuards:
 
     def tasks(self, name: str, fn: Callable, *, to: Iterable[str] | Callable = (),
               reads: Iterable[str] = ()) -> Callable:
-        """Wrap the node of a Send fan-out: each task runs as the family member that the
-        token in its payload is addressed to (see :meth:`fan_out`)."""
+        """Wrap the node of a Send fan-out: each task runs as the member of family ``name``
+        that the token in its payload (see :meth:`fan_out`) is addressed to."""
         members = self._members(name)
         return self._wrap(fn, lambda tokens: self._member_of(tokens, name, members), to, reads)
 
@@ -152,17 +149,14 @@ class GraphGuards:
         sends = []
         for member, payload in zip(members, payloads):
             if not isinstance(payload, Mapping):
-                raise GraphGuardError(f"a fan-out payload must be a mapping (the task's "
-                                      f"input), got {type(payload).__name__}")
-            token = agent.send(member)
+                raise GraphGuardError(f"a fan-out payload is a mapping, not {payload!r:.60}")
             sends.append(Send(node, {**payload,
-                                     self.channel: {member: {str(token.msg): token.text}}}))
+                                     self.channel: {member: self._token(agent, member, node)}}))
         return sends
 
     def route(self, label: str, if_true: str, if_false: str) -> Callable[[Any], str]:
-        """A guarded conditional edge: the owner of ``label`` decides (recording a choice
-        event) and the graph goes to ``if_true`` or ``if_false``.  Attach it to a node of
-        the owner's lifeline, so that the decision follows what that node received."""
+        """A guarded conditional edge: the owner of ``label`` decides (a choice event), the
+        graph goes on by its value.  Attach it to a node of the owner's lifeline."""
         owner = self.agent(self.system.owner(label))
 
         def route(state: Any) -> str:
@@ -170,7 +164,6 @@ class GraphGuards:
 
         return route
 
-    # -- ToolNode --------------------------------------------------------------------------
 
     def to_tool_calls(self, name: str) -> Callable[[Any], list[str]]:
         """A node's ``to=`` that addresses one token per tool call of the AIMessage it
@@ -179,20 +172,16 @@ class GraphGuards:
 
         def targets(result: Any) -> list[str]:
             update = result.update if isinstance(result, Command) else result
-            calls = _last_tool_calls(update.get("messages") if isinstance(update, Mapping)
-                                     else None)
-            return list(members[:len(calls)])
+            return list(members[:len(_last_tool_calls(_field(update, "messages")))])
 
         return targets
 
     def tool_calls(self, name: str, *, guarded: Mapping[str, str] = {},
                    to: Iterable[str] = (), messages_key: str = "messages") -> Callable:
-        """A ToolNode ``wrap_tool_call``: call *k* of the last AIMessage runs as member *k*
-        of family ``name``; it receives its tokens, records the call's arguments that are
-        guard variables, and, for a tool in ``guarded`` (tool name -> label), decides
-        ``member_label(label, member)`` first: false returns an error ToolMessage naming
-        the guard, with its explanation.  A Mapping artifact of the result is recorded
-        as the tool's effect; then one token per lifeline in ``to`` goes out."""
+        """A ToolNode ``wrap_tool_call``: call *k* of the last AIMessage runs as member *k* of
+        family ``name``, its arguments that are guard variables set by its first receive.
+        A tool in ``guarded`` (tool name -> label) first decides ``member_label(label,
+        member)``; a Mapping artifact of the result is recorded as the tool's effect."""
         members = self._members(name)
         targets = self._targets(to)
         for label in guarded.values():
@@ -208,33 +197,33 @@ class GraphGuards:
                 return _error(call, f"no lifeline for this tool call: family {name!r} has "
                                     f"{len(members)} members, one per call of a message")
             agent = self._agents[member]
-            consumed = self._take(agent, _field(request.state, self.channel), member)
-            args = call.get("args")
-            agent.act(f"call {call['name']}", **self._known(args))
+            consumed = self._take(agent, _field(request.state, self.channel), member,
+                                  self._known(call.get("args")), f"call {call['name']}")
             label = guarded.get(call["name"])
-            if label is not None and not agent.decide(member_label(label, member)):
-                why = agent.explain(member_label(label, member)).to_text()
-                result = _error(call, f"refused by guard {member_label(label, member)!r}: "
-                                      f"{why}")
+            decision = label and member_label(label, member)
+            if decision and not agent.decide(decision):
+                result = _error(call, f"refused by guard {decision!r}: "
+                                      f"{agent.explain(decision).to_text()}")
             else:
                 result = execute(request)
-                artifact = getattr(result, "artifact", None)
-                effects = self._known(artifact)
+                effects = self._known(getattr(result, "artifact", None))
                 if effects:
                     agent.act(f"{call['name']} done", **effects)
-            channel_update = self._send(agent, targets, consumed)
+            channel_update = self._send(agent, targets, consumed, f"{call['name']} result")
             if isinstance(result, Command):
                 return self._with_channel(result, channel_update, f"tool {call['name']}")
             return Command(update={messages_key: [result], self.channel: channel_update})
 
         return wrap_tool_call
 
-    # -- inside ------------------------------------------------------------------------------
 
     def _wrap(self, fn: Callable, lifeline_of: Callable[[Any], str],
               to: Iterable[str] | Callable, reads: Iterable[str]) -> Callable:
         targets = to if callable(to) else self._targets(to)
         reads = tuple(reads)
+        for name in reads:
+            if name not in self._variables:
+                raise UndeclaredVariable(name, self._variables)
         wants = inspect.signature(fn).parameters.keys() & {"config", "agent", "lifeline"}
         label = getattr(fn, "__name__", "node")
 
@@ -242,24 +231,21 @@ class GraphGuards:
             tokens = _field(state, self.channel)
             lifeline = lifeline_of(tokens)
             agent = self.agent(lifeline)
-            consumed = self._take(agent, tokens, lifeline)
             seen = {k: _field(state, k) for k in reads if _field(state, k) is not None}
-            if seen:
-                agent.act(f"{label} reads", **seen)
+            consumed = self._take(agent, tokens, lifeline, seen, f"{label} reads")
             given = {"config": config, "agent": agent, "lifeline": lifeline}
             return agent, consumed, {k: given[k] for k in wants}
 
         def finish(agent: Agent, result: Any, consumed: dict) -> Any:
             update = result.update if isinstance(result, Command) else result
             if update is not None and not isinstance(update, Mapping):
-                raise GraphGuardError(f"node {label!r} returned {type(update).__name__}: a "
-                                      f"guarded node returns a dict, None or a Command "
-                                      f"with a dict update")
+                raise GraphGuardError(f"node {label!r} returned {type(update).__name__}: a guarded "
+                                      f"node returns a dict, None or a Command of a dict")
             writes = self._known(update)
             if writes:
                 agent.act(label, **writes)
             sent_to = self._targets(targets(result)) if callable(targets) else targets
-            return self._with_channel(result, self._send(agent, sent_to, consumed), label)
+            return self._with_channel(result, self._send(agent, sent_to, consumed, label), label)
 
         if inspect.iscoroutinefunction(fn):
             async def guarded_node(state: Any, config: RunnableConfig) -> Any:
@@ -272,29 +258,57 @@ class GraphGuards:
         guarded_node.__name__ = guarded_node.__qualname__ = label
         return guarded_node
 
-    def _take(self, agent: Agent, tokens: Any, lifeline: str) -> dict:
-        """Receive the tokens addressed to ``lifeline`` (and unaddressed ones): each one
-        is received or refused, and all are consumed.  -> the channel's deletions."""
+    def _take(self, agent: Agent, tokens: Any, lifeline: str, seen: dict, label: str) -> dict:
+        """Receive or refuse every token for ``lifeline`` (and unaddressed ones); ``seen`` (what
+        came with them) is set by the first receive, else by an act.  -> the deletions."""
         inbox = merge_tokens({}, tokens)
         consumed = {}
         for receiver in (lifeline, UNADDRESSED):
             entries = list(inbox.get(receiver, {}).items())
             for _, text in entries[:MAX_TAKEN]:
-                _receive(agent, text)
+                if self._receive(agent, text, seen):
+                    seen = {}
             if len(entries) > MAX_TAKEN:
                 agent.act(f"refused: {len(entries) - MAX_TAKEN} more tokens than the "
                           f"{MAX_TAKEN} a node takes at once")
             if entries:
                 consumed[receiver] = dict.fromkeys(key for key, _ in entries)
+        if seen:
+            agent.act(label, **seen)
         return consumed
 
-    def _send(self, agent: Agent, targets: Iterable[str], consumed: dict) -> dict:
+    def _receive(self, agent: Agent, text: Any, seen: dict) -> bool:
+        """Receive one entry setting ``seen``, or record why not.  Text this object made is
+        received as the Token it was made from: the same token, checked alike, without
+        decoding it again (decoding is most of what a guarded step costs)."""
+        if not isinstance(text, (str, bytes)):
+            agent.act(f"refused: malformed token: a {type(text).__name__}, not text")
+            return False
+        with self._made_lock:
+            token = self._made.pop(text, text)
+        try:
+            agent.receive(token, **seen)
+            return True
+        except TokenRefused as refused:
+            agent.act(f"refused: {str(refused)[:MAX_REASON]}")
+            return False
+
+    def _send(self, agent: Agent, targets: Iterable[str], consumed: dict, label: str) -> dict:
         """One token to each target, beside the deletions: the channel's update."""
         channel_update = {receiver: dict(keys) for receiver, keys in consumed.items()}
         for target in targets:
-            token = agent.send(target)
-            channel_update.setdefault(target, {})[str(token.msg)] = token.text
+            channel_update.setdefault(target, {}).update(self._token(agent, target, label))
         return channel_update
+
+    def _token(self, agent: Agent, to: str, label: str) -> dict[str, str]:
+        """Send to ``to``: ``{message id: token text}``, kept for :meth:`_receive` (the
+        oldest forgotten past MAX_MADE)."""
+        token = agent.send(to, label)
+        with self._made_lock:
+            self._made[token.text] = token
+            if len(self._made) > MAX_MADE:
+                del self._made[next(iter(self._made))]
+        return {token.msg: token.text}
 
     def _with_channel(self, result: Any, channel_update: dict, label: str) -> Any:
         update = result.update if isinstance(result, Command) else result
@@ -311,21 +325,17 @@ class GraphGuards:
         return {k: values[k] for k in self._variables if k in values}
 
     def _targets(self, targets: Iterable[str]) -> tuple[str, ...]:
-        if isinstance(targets, str):
-            targets = (targets,)
-        targets = tuple(targets)
+        targets = (targets,) if isinstance(targets, str) else tuple(targets)
         for target in targets:
-            self.agent(target)
+            self.agent(target)  # an unknown lifeline is named now, not at the first send
         return targets
 
     def _members(self, name: str) -> tuple[str, ...]:
-        members = []
-        while f"{name}_{len(members)}" in self._agents:
-            members.append(f"{name}_{len(members)}")
+        members = tuple(takewhile(self._agents.__contains__, (f"{name}_{k}" for k in count())))
         if not members:
             raise GraphGuardError(f"no family {name!r}: declare its members among the "
                                   f"lifelines, e.g. *family({name!r}, 4)")
-        return tuple(members)
+        return members
 
     def _member_of(self, tokens: Any, name: str, members: tuple[str, ...]) -> str:
         named = [m for m in merge_tokens({}, tokens) if m in members]
@@ -334,16 +344,6 @@ class GraphGuards:
                                   f"one member, it names {len(named)}: build its Send with "
                                   f"GraphGuards.fan_out")
         return named[0]
-
-
-def _receive(agent: Agent, text: Any) -> None:
-    if not isinstance(text, (str, bytes)):
-        agent.act(f"refused: malformed token: a {type(text).__name__}, not text")
-        return
-    try:
-        agent.receive(text)
-    except LiveError as refused:
-        agent.act(f"refused: {_bounded(str(refused))}")
 
 
 def _addressed(update: Any) -> Iterable[tuple[str, list[tuple[str, Any]]]]:
@@ -374,20 +374,13 @@ def _digest(value: Any) -> str:
     return "raw:" + hashlib.sha1(shown.encode("utf-8", "replace")).hexdigest()[:16]
 
 
-def _bounded(text: str) -> str:
-    return text if len(text) <= MAX_REASON else text[:MAX_REASON - 1] + "…"
-
-
 def _field(state: Any, key: str) -> Any:
     """A state key, whether the state is a mapping or an object (dataclass, pydantic)."""
-    if isinstance(state, Mapping):
-        return state.get(key)
-    return getattr(state, key, None)
+    return state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
 
 
 def _last_tool_calls(messages: Any) -> list:
-    if isinstance(messages, AIMessage):
-        return list(messages.tool_calls)
+    messages = [messages] if isinstance(messages, AIMessage) else messages
     if isinstance(messages, (list, tuple)):
         for message in reversed(messages):
             if isinstance(message, AIMessage):
@@ -398,8 +391,8 @@ def _last_tool_calls(messages: Any) -> list:
 def _slot(state: Any, call: Mapping, members: tuple[str, ...], key: str) -> str | None:
     """The member a tool call runs as: its index among the last AIMessage's calls."""
     ids = [c.get("id") for c in _last_tool_calls(_field(state, key))]
-    index = ids.index(call.get("id")) if call.get("id") in ids else None
-    return members[index] if index is not None and index < len(members) else None
+    index = ids.index(call.get("id")) if call.get("id") in ids else len(members)
+    return members[index] if index < len(members) else None
 
 
 def _error(call: Mapping, content: str) -> ToolMessage:

@@ -2,11 +2,11 @@
 re-check), a Send fan-out whose tasks provably do not see each other, and hostile
 tokens in state that are refused without crashing the graph or moving a guard."""
 
+import contextlib
+import io
 import json
 import operator
-import os
 import random
-import subprocess
 import sys
 from pathlib import Path
 from typing import Annotated, TypedDict
@@ -21,6 +21,7 @@ from langgraph.graph import END, START, StateGraph  # noqa: E402
 from causal_guards.langgraph import (GraphGuards, Tokens, family, family_guards,  # noqa: E402
                                      member_label, merge_tokens)
 from cpl.live import System  # noqa: E402
+from runtime.cli import main as cli_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples" / "embedding"))
@@ -29,21 +30,23 @@ import langgraph_review  # noqa: E402
 import langgraph_tools  # noqa: E402
 
 
-def cpl(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
-                          text=True, env=env, cwd=ROOT, timeout=60)
+def cpl(*args: str) -> tuple[int, str]:
+    """``cpl ARGS`` in this process (a subprocess per call costs seconds here): its exit
+    status and what it printed."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = cli_main(list(args))
+    return status, out.getvalue() + err.getvalue()
 
 
 def merged_and_rechecked(logs: Path, tmp_path: Path) -> str:
     """Merge the agents' logs and re-check every decision: -> eval's output."""
     trace = tmp_path / "trace.jsonl"
-    merged = cpl("merge", str(logs), "-o", str(trace))
-    assert merged.returncode == 0, merged.stderr
-    evaluated = cpl("eval", str(trace))
-    assert evaluated.returncode == 0, evaluated.stdout + evaluated.stderr
-    assert "all agree" in evaluated.stdout
-    return evaluated.stdout
+    status, said = cpl("merge", str(logs), "-o", str(trace))
+    assert status == 0, said
+    status, said = cpl("eval", str(trace))
+    assert status == 0 and "all agree" in said, said
+    return said
 
 
 def events(log: Path) -> list[dict]:
@@ -56,8 +59,8 @@ def test_review_refuses_the_merge_of_a_failing_candidate_and_merges_a_passing_on
     assert sorted(p.name for p in logs.iterdir()) == sorted(
         f"{name}.jsonl" for name in langgraph_review.LIFELINES)
     assert "2 decisions re-checked" in merged_and_rechecked(logs, tmp_path)
-    drawn = cpl("render", str(tmp_path / "trace.jsonl"), "-o", str(tmp_path / "review.svg"))
-    assert drawn.returncode == 0, drawn.stderr
+    status, said = cpl("render", str(tmp_path / "trace.jsonl"), "-o", str(tmp_path / "review.svg"))
+    assert status == 0, said
     assert (tmp_path / "review.svg").read_text().lstrip().startswith("<")
 
 
@@ -86,7 +89,7 @@ WORKERS = family("worker", 3)
 
 class Fan(TypedDict, total=False):
     items: list
-    done: Annotated[list, operator.add]
+    reports: Annotated[list, operator.add]
     cpl: Tokens
 
 
@@ -107,7 +110,7 @@ def fan_out_graph(guards: GraphGuards):
 
     def work(payload: dict, agent, lifeline: str) -> dict:
         agent.act(done=True)
-        return {"done": [(lifeline, agent.decide(member_label("alone", lifeline)))]}
+        return {"reports": [(lifeline, agent.decide(member_label("alone", lifeline)))]}
 
     def sink(state: Fan) -> dict:
         return {}
@@ -130,7 +133,7 @@ def test_send_fan_out_tasks_are_concurrent_lifelines(tmp_path):
         state = fan_out_graph(guards).invoke({})
         assert guards.agent("Sink").holds("all done")
     # each task decided it saw no sibling, and the sink saw all three: no task was lost
-    assert sorted(state["done"]) == [(w, True) for w in WORKERS]
+    assert sorted(state["reports"]) == [(w, True) for w in WORKERS]
     assert "4 decisions re-checked" in merged_and_rechecked(logs, tmp_path)
 
 

@@ -113,7 +113,7 @@ def run(guards: GraphGuards | None) -> Disk:
     state = build(disk, guards).invoke({"messages": [("user", f"save {TEXT!r} in {PATH}")]})
     for message in state["messages"]:
         if isinstance(message, ToolMessage):
-            print(f"  {message.name}: {message.content.splitlines()[0]}")
+            print(f"  {message.name}: {message.content}".replace("\n", "\n    "))
     print(f"  effects landed: {', '.join(disk.effects)}; {PATH} = {disk.files.get(PATH)!r}")
     return disk
 
