@@ -1,15 +1,17 @@
 """Per-step overhead of the LangGraph adapter (issue 17, point 5: target <= 10%).
 
 The code-review graph of examples/embedding/langgraph_review.py (5 node runs in 4
-supersteps per review, one guarded decision) against the same graph built from the same
-node functions with a plain routing function, in the same run.  Each round times
-``--reviews`` reviews of each variant one after the other (so a burst of noise hits
-all), CPU time of this process (LangGraph's parallel nodes run on its thread pool, whose
-CPU time counts too); the table gives medians over ``--rounds`` rounds and the ratio to
-the unguarded median.  Guarded without a log and with one (.jsonl per agent in a
-temporary folder).
+supersteps per review; 13 agent events: 4 acts, 4 sends, 4 receives, 1 decision) against
+the same graph built from the same node functions with a plain routing function, in the
+same run.  Each round times ``--reviews`` reviews of each variant one after the other,
+in a rotating order (so a burst of noise hits all alike), in CPU time of this process
+(LangGraph runs parallel nodes on its thread pool, whose CPU time counts too); the table
+gives medians over ``--rounds`` rounds and the ratio to the unguarded median.  Variants:
+guarded without a log, guarded with one (.jsonl per agent in a temporary folder), and
+"adapter alone": the guarded graph whose agents record nothing, i.e. what the adapter and
+LangGraph's extra channel cost without cpl.live's events.
 
-    python bench/embed_langgraph.py [--rounds 9] [--reviews 200]
+    python bench/embed_langgraph.py [--rounds 15] [--reviews 60]
 """
 
 from __future__ import annotations
@@ -29,6 +31,33 @@ from causal_guards.langgraph import GraphGuards  # noqa: E402
 from timing import cpu_seconds  # noqa: E402
 
 NODE_RUNS = 5  # author, tests, security, committer, merge or reject
+
+
+class Silent:
+    """An agent that records nothing: the adapter's own share of the overhead."""
+
+    def __init__(self, lifeline: str):
+        self.lifeline, self.sent = lifeline, 0
+
+    def act(self, *label, **updates) -> None:
+        pass
+
+    receive = act
+
+    def send(self, to: str, label: str = "") -> "SilentToken":
+        self.sent += 1
+        return SilentToken(f"{self.lifeline}:{self.sent}")
+
+    def decide(self, label: str) -> bool:
+        return True
+
+    def close(self) -> None:
+        pass
+
+
+class SilentToken:
+    def __init__(self, msg: str):
+        self.msg = self.text = msg
 
 
 def plain_graph():
@@ -58,31 +87,35 @@ def reviews(graph, count: int) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=9)
-    parser.add_argument("--reviews", type=int, default=200)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--reviews", type=int, default=60)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as logs, \
             GraphGuards(review.system()) as bare, \
-            GraphGuards(review.system(), log=logs) as logged:
-        variants = {"unguarded": plain_graph(), "guarded": review.build(bare),
-                    "guarded + log": review.build(logged)}
+            GraphGuards(review.system(), log=logs) as logged, \
+            GraphGuards(review.system()) as silent:
+        silent._agents = {name: Silent(name) for name in silent._agents}
+        variants = {"unguarded": plain_graph(), "adapter alone": review.build(silent),
+                    "guarded": review.build(bare), "guarded + log": review.build(logged)}
         for graph in variants.values():  # warm up: imports, compiled graphs, thread pool
             reviews(graph, 10)
         times = {name: [] for name in variants}
-        for _ in range(args.rounds):
-            for name, graph in variants.items():
-                times[name].append(cpu_seconds(lambda: reviews(graph, args.reviews)))
+        order = list(variants)
+        for round_ in range(args.rounds):
+            for name in order[round_ % len(order):] + order[:round_ % len(order)]:
+                times[name].append(cpu_seconds(lambda: reviews(variants[name], args.reviews)))
     base = statistics.median(times["unguarded"])
     print(f"LangGraph review graph, {args.reviews} reviews x {args.rounds} rounds, "
           f"CPU time, medians ({NODE_RUNS} node runs per review)")
     print(f"{'variant':<15} {'per review':>11} {'per node run':>13} {'min':>9} {'max':>9}"
-          f" {'ratio':>6}")
+          f" {'ratio':>6} {'+ per node run':>15}")
+    reviewed = args.reviews * NODE_RUNS
     for name, runs in times.items():
         median = statistics.median(runs)
         per = median / args.reviews
         print(f"{name:<15} {per * 1e6:>9.0f} µs {per / NODE_RUNS * 1e6:>10.0f} µs "
               f"{min(runs) / args.reviews * 1e6:>6.0f} µs {max(runs) / args.reviews * 1e6:>6.0f}"
-              f" µs {median / base:>5.2f}x")
+              f" µs {median / base:>5.2f}x {(median - base) / reviewed * 1e6:>+12.0f} µs")
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import hashlib
 import inspect
 import os
 import threading
+from collections import OrderedDict
 from itertools import count, takewhile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
@@ -99,7 +100,7 @@ class GraphGuards:
             os.makedirs(log, exist_ok=True)
             log = os.path.join(log, "")
         self._agents = {name: system.agent(name, log=log) for name in system.lifelines}
-        self._made: dict[str, Token] = {}  # text -> Token of tokens sent, not yet received
+        self._made: OrderedDict[str, Token] = OrderedDict()  # text -> Token, not yet received
         self._made_lock = threading.Lock()
 
     def agent(self, lifeline: str) -> Agent:
@@ -261,7 +262,8 @@ class GraphGuards:
     def _take(self, agent: Agent, tokens: Any, lifeline: str, seen: dict, label: str) -> dict:
         """Receive or refuse every token for ``lifeline`` (and unaddressed ones); ``seen`` (what
         came with them) is set by the first receive, else by an act.  -> the deletions."""
-        inbox = merge_tokens({}, tokens)
+        normal = type(tokens) is dict and all(type(b) is dict for b in tokens.values())
+        inbox = tokens if normal else merge_tokens({}, tokens)
         consumed = {}
         for receiver in (lifeline, UNADDRESSED):
             entries = list(inbox.get(receiver, {}).items())
@@ -307,7 +309,7 @@ class GraphGuards:
         with self._made_lock:
             self._made[token.text] = token
             if len(self._made) > MAX_MADE:
-                del self._made[next(iter(self._made))]
+                self._made.popitem(last=False)
         return {token.msg: token.text}
 
     def _with_channel(self, result: Any, channel_update: dict, label: str) -> Any:
@@ -340,9 +342,8 @@ class GraphGuards:
     def _member_of(self, tokens: Any, name: str, members: tuple[str, ...]) -> str:
         named = [m for m in merge_tokens({}, tokens) if m in members]
         if len(named) != 1:
-            raise GraphGuardError(f"a task of fan-out {name!r} must carry a token for exactly "
-                                  f"one member, it names {len(named)}: build its Send with "
-                                  f"GraphGuards.fan_out")
+            raise GraphGuardError(f"a task of fan-out {name!r} carries a token for one member, "
+                                  f"not {len(named)}: make its Send with GraphGuards.fan_out")
         return named[0]
 
 
@@ -396,5 +397,4 @@ def _slot(state: Any, call: Mapping, members: tuple[str, ...], key: str) -> str 
 
 
 def _error(call: Mapping, content: str) -> ToolMessage:
-    return ToolMessage(content=content, name=call.get("name"), tool_call_id=call.get("id"),
-                       status="error")
+    return ToolMessage(content, name=call.get("name"), tool_call_id=call.get("id"), status="error")
