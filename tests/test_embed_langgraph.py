@@ -2,6 +2,7 @@
 re-check), a Send fan-out whose tasks provably do not see each other, and hostile
 tokens in state that are refused without crashing the graph or moving a guard."""
 
+import asyncio
 import contextlib
 import io
 import json
@@ -181,6 +182,12 @@ def test_hostile_tokens_in_state_are_refused_and_move_nothing(tmp_path):
         genuine = next(iter(genuine.values()))
         committer = guards.agent("Committer")
         assert committer.holds("merge")
+
+        def knowledge() -> tuple:
+            """What the Committer knows: its store and how much of the Tester it saw."""
+            return dict(committer.monitor.store), committer.seen.get("Tester")
+
+        before = knowledge()
         # a token of another system whose Tester failed: accepted, it would flip the guard
         with System(["Tester", "Committer"], {"merge": ("Committer", "true")},
                     variables=["status"]).agent("Tester") as stranger:
@@ -198,9 +205,10 @@ def test_hostile_tokens_in_state_are_refused_and_move_nothing(tmp_path):
         }
         alone = chain_graph(guards, with_tester=False)
         assert alone.invoke({"cpl": {"Committer": hostile}})["verdict"] == "merged"
-        assert committer.holds("merge")
+        assert committer.holds("merge") and knowledge() == before
         # a shape no receiver can be found for is refused by the next node that runs
         assert alone.invoke({"cpl": ["junk", 3]})["verdict"] == "merged"
+        assert knowledge() == before
     refused = refusals(logs / "Committer.jsonl")
     assert len(refused) == len(hostile) + 1
     assert all(len(label) < 400 for label in refused)
@@ -227,3 +235,30 @@ def test_the_reducer_files_any_shape_under_a_receiver_and_never_raises():
     for junk in ("text", 7, [1, None], {3: "x"}, {"A": "bare"}, {"A": [b"x"]}, object()):
         merged = merge_tokens("not a dict", junk)
         assert all(isinstance(k, str) for bucket in merged.values() for k in bucket)
+
+
+def test_async_nodes_and_a_checkpointer_carry_the_tokens(tmp_path):
+    """Async node functions are wrapped alike; a checkpointer stores the token channel
+    (plain text) and a second run on the same thread goes on from it."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    async def test(state: Chain) -> dict:
+        return {"status": state.get("verdict") and "failed" or "passed"}
+
+    logs = tmp_path / "logs"
+    with GraphGuards(chain_system(), log=str(logs)) as guards:
+        g = StateGraph(Chain)
+        g.add_node("tester", guards.node("Tester", test, to=["Committer"]))
+        g.add_node("committer", guards.node("Committer", lambda s: {}))
+        g.add_node("merge", lambda s: {"verdict": "merged"})
+        g.add_node("reject", lambda s: {"verdict": "rejected"})
+        g.add_edge(START, "tester")
+        g.add_edge("tester", "committer")
+        g.add_conditional_edges("committer", guards.route("merge", "merge", "reject"),
+                                ["merge", "reject"])
+        graph = g.compile(checkpointer=InMemorySaver())
+        thread = {"configurable": {"thread_id": "review"}}
+        verdicts = [asyncio.run(graph.ainvoke({}, thread))["verdict"] for _ in range(2)]
+        assert graph.get_state(thread).values["cpl"] == {}  # every token was consumed
+    assert verdicts == ["merged", "rejected"]
+    assert "2 decisions re-checked" in merged_and_rechecked(logs, tmp_path)
