@@ -204,7 +204,7 @@ class GraphGuards:
             decision = label and member_label(label, member)
             if decision and not agent.decide(decision):
                 result = _error(call, f"refused by guard {decision!r}: "
-                                      f"{agent.explain(decision).to_text()}")
+                                      f"{agent.explain(decision).to_text().rstrip()}")
             else:
                 result = execute(request)
                 effects = self._known(getattr(result, "artifact", None))

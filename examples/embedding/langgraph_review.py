@@ -39,6 +39,7 @@ class Review(TypedDict, total=False):
     tests: str
     scan: str
     verdict: str
+    why: str
     cpl: Tokens
 
 
@@ -62,8 +63,9 @@ def merge(state: Review) -> dict:
     return {"verdict": "merged"}
 
 
-def reject(state: Review) -> dict:
-    return {"verdict": "rejected"}
+def reject(state: Review, agent) -> dict:
+    """Runs as the Committer right after its decision: says why, from its own monitor."""
+    return {"verdict": "rejected", "why": agent.explain("merge").to_text().rstrip()}
 
 
 def build(guards: GraphGuards):
@@ -105,7 +107,7 @@ def main(argv=None) -> dict:
             verdicts[patch] = state["verdict"]
             print(f"{patch}: tests {state['tests']}, scan {state['scan']} -> {state['verdict']}")
             if state["verdict"] == "rejected":
-                print(guards.agent("Committer").explain("merge").to_text())
+                print(state["why"])
     return verdicts
 
 
