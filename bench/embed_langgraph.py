@@ -60,24 +60,40 @@ class SilentToken:
         self.msg = self.text = msg
 
 
-def plain_graph():
-    """The review graph as a user writes it without guards: state decides the merge."""
+def review_graph(node, route):
+    """The review graph of the example, its nodes made by ``node(lifeline, fn, **wiring)``
+    and its merge edge by ``route``: so the guarded and plain graphs are the same graph."""
     g = StateGraph(review.Review)
-    for name, fn in (("author", review.author), ("tests", review.run_tests),
-                     ("security", review.scan), ("committer", review.committer),
-                     ("merge", review.merge), ("reject", review.reject)):
-        g.add_node(name, fn)
+    g.add_node("author", node("Author", review.author, to=["TestRunner", "Security"]))
+    g.add_node("tests", node("TestRunner", review.run_tests, to=["Committer"],
+                             reads=["candidate"]))
+    g.add_node("security", node("Security", review.scan, to=["Committer"], reads=["candidate"]))
+    g.add_node("committer", node("Committer", review.committer, reads=["candidate"]))
+    g.add_node("merge", node("Committer", review.merge))
+    g.add_node("reject", node("Committer", reject))
     g.add_edge(START, "author")
     g.add_edge("author", "tests")
     g.add_edge("author", "security")
     g.add_edge(["tests", "security"], "committer")
-    g.add_conditional_edges(
-        "committer",
-        lambda s: "merge" if s["tests"] == "passed" and s["scan"] == "cleared" else "reject",
-        ["merge", "reject"])
+    g.add_conditional_edges("committer", route, ["merge", "reject"])
     g.add_edge("merge", END)
     g.add_edge("reject", END)
     return g.compile()
+
+
+def reject(state: review.Review) -> dict:
+    return {"verdict": "rejected"}  # the example's also explains why: not a step's cost
+
+
+def plain_graph():
+    """As a user writes it without guards: the state decides the merge."""
+    return review_graph(lambda lifeline, fn, **wiring: fn,
+                        lambda s: "merge" if s["tests"] == "passed" and s["scan"] == "cleared"
+                        else "reject")
+
+
+def guarded_graph(guards: GraphGuards):
+    return review_graph(guards.node, guards.route("merge", "merge", "reject"))
 
 
 def reviews(graph, count: int) -> None:
@@ -95,8 +111,8 @@ def main(argv=None) -> None:
             GraphGuards(review.system(), log=logs) as logged, \
             GraphGuards(review.system()) as silent:
         silent._agents = {name: Silent(name) for name in silent._agents}
-        variants = {"unguarded": plain_graph(), "adapter alone": review.build(silent),
-                    "guarded": review.build(bare), "guarded + log": review.build(logged)}
+        variants = {"unguarded": plain_graph(), "adapter alone": guarded_graph(silent),
+                    "guarded": guarded_graph(bare), "guarded + log": guarded_graph(logged)}
         for graph in variants.values():  # warm up: imports, compiled graphs, thread pool
             reviews(graph, 10)
         times = {name: [] for name in variants}
