@@ -3,15 +3,15 @@
 The code-review graph of examples/embedding/langgraph_review.py (5 node runs in 4
 supersteps per review; 13 agent events: 4 acts, 4 sends, 4 receives, 1 decision) against
 the same graph built from the same node functions with a plain routing function, in the
-same run.  Each round times ``--reviews`` reviews of each variant one after the other,
-in a rotating order (so a burst of noise hits all alike), in CPU time of this process
+same run.  Reviews are timed one by one, the variants interleaved review by review in a
+rotating order (so a burst of noise hits all alike), in CPU time of this process
 (LangGraph runs parallel nodes on its thread pool, whose CPU time counts too); the table
-gives medians over ``--rounds`` rounds and the ratio to the unguarded median.  Variants:
+gives the median and quartiles per review and the ratio to the unguarded median.  Variants:
 guarded without a log, guarded with one (.jsonl per agent in a temporary folder), and
 "adapter alone": the guarded graph whose agents record nothing, i.e. what the adapter and
 LangGraph's extra channel cost without cpl.live's events.
 
-    python bench/embed_langgraph.py [--rounds 15] [--reviews 60]
+    python bench/embed_langgraph.py [--reviews 1500]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import argparse
 import statistics
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples" / "embedding"))
@@ -28,7 +29,6 @@ from langgraph.graph import END, START, StateGraph  # noqa: E402
 
 import langgraph_review as review  # noqa: E402
 from causal_guards.langgraph import GraphGuards  # noqa: E402
-from timing import cpu_seconds  # noqa: E402
 
 NODE_RUNS = 5  # author, tests, security, committer, merge or reject
 
@@ -96,15 +96,16 @@ def guarded_graph(guards: GraphGuards):
     return review_graph(guards.node, guards.route("merge", "merge", "reject"))
 
 
-def reviews(graph, count: int) -> None:
-    for k in range(count):
-        graph.invoke({"patch": f"c{k}", "breaks_tests": k % 3 == 0})
+def review_once(graph, k: int) -> float:
+    """CPU seconds of review ``k`` (every third one breaks the tests: a refused merge)."""
+    start = time.process_time()
+    graph.invoke({"patch": f"c{k}", "breaks_tests": k % 3 == 0})
+    return time.process_time() - start
 
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--reviews", type=int, default=60)
+    parser.add_argument("--reviews", type=int, default=1500)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as logs, \
             GraphGuards(review.system()) as bare, \
@@ -114,24 +115,22 @@ def main(argv=None) -> None:
         variants = {"unguarded": plain_graph(), "adapter alone": guarded_graph(silent),
                     "guarded": guarded_graph(bare), "guarded + log": guarded_graph(logged)}
         for graph in variants.values():  # warm up: imports, compiled graphs, thread pool
-            reviews(graph, 10)
+            for k in range(20):
+                review_once(graph, k)
         times = {name: [] for name in variants}
         order = list(variants)
-        for round_ in range(args.rounds):
-            for name in order[round_ % len(order):] + order[:round_ % len(order)]:
-                times[name].append(cpu_seconds(lambda: reviews(variants[name], args.reviews)))
+        for k in range(args.reviews):
+            for name in order[k % len(order):] + order[:k % len(order)]:
+                times[name].append(review_once(variants[name], k))
     base = statistics.median(times["unguarded"])
-    print(f"LangGraph review graph, {args.reviews} reviews x {args.rounds} rounds, "
-          f"CPU time, medians ({NODE_RUNS} node runs per review)")
-    print(f"{'variant':<15} {'per review':>11} {'per node run':>13} {'min':>9} {'max':>9}"
-          f" {'ratio':>6} {'+ per node run':>15}")
-    reviewed = args.reviews * NODE_RUNS
+    print(f"LangGraph review graph: {args.reviews} reviews of each variant, interleaved one "
+          f"by one; CPU time per review, median and quartiles ({NODE_RUNS} node runs each)")
+    print(f"{'variant':<15} {'median':>9} {'q1':>9} {'q3':>9} {'ratio':>6} "
+          f"{'per node run':>13}")
     for name, runs in times.items():
-        median = statistics.median(runs)
-        per = median / args.reviews
-        print(f"{name:<15} {per * 1e6:>9.0f} µs {per / NODE_RUNS * 1e6:>10.0f} µs "
-              f"{min(runs) / args.reviews * 1e6:>6.0f} µs {max(runs) / args.reviews * 1e6:>6.0f}"
-              f" µs {median / base:>5.2f}x {(median - base) / reviewed * 1e6:>+12.0f} µs")
+        q1, median, q3 = statistics.quantiles(runs, n=4)
+        print(f"{name:<15} {median * 1e6:>6.0f} µs {q1 * 1e6:>6.0f} µs {q3 * 1e6:>6.0f} µs "
+              f"{median / base:>5.2f}x {(median - base) / NODE_RUNS * 1e6:>+9.0f} µs")
 
 
 if __name__ == "__main__":

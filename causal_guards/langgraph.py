@@ -54,9 +54,9 @@ class GraphGuardError(LiveError):
 
 def merge_tokens(current: Any, update: Any) -> dict:
     """The token channel's reducer: add new tokens, delete consumed ones, never raise."""
-    merged = {r: dict(b) for r, b in current.items()} if isinstance(current, dict) else {}
+    merged = dict(current) if isinstance(current, dict) else {}  # buckets copied when touched
     for receiver, entries in _addressed(update):
-        bucket = merged.setdefault(receiver, {})
+        bucket = merged[receiver] = dict(merged.get(receiver, ()))
         for key, text in entries:
             if text is None:
                 bucket.pop(key, None)
@@ -93,9 +93,7 @@ class GraphGuards:
 
     def __init__(self, system: System, *, log: str | None = None, channel: str = CHANNEL):
         """``log``: a folder (made if missing) for one ``<lifeline>.jsonl`` per agent."""
-        self.system = system
-        self.channel = channel
-        self._variables = system.variables
+        self.system, self.channel, self._variables = system, channel, system.variables
         if log is not None:
             os.makedirs(log, exist_ok=True)
             log = os.path.join(log, "")
@@ -143,9 +141,8 @@ class GraphGuards:
         members = self._members(name or node)
         payloads = list(payloads)
         if len(payloads) > len(members):
-            raise GraphGuardError(f"{len(payloads)} tasks but family {name or node!r} has "
-                                  f"{len(members)} members: declare family({name or node!r}, "
-                                  f"{len(payloads)}) or more among the lifelines")
+            raise GraphGuardError(f"{len(payloads)} tasks for the {len(members)} members of "
+                                  f"{name or node!r}: declare more lifelines with family()")
         agent = self.agent(sender)
         sends = []
         for member, payload in zip(members, payloads):
@@ -232,9 +229,9 @@ class GraphGuards:
             tokens = _field(state, self.channel)
             lifeline = lifeline_of(tokens)
             agent = self.agent(lifeline)
-            seen = {k: _field(state, k) for k in reads if _field(state, k) is not None}
+            seen = {k: v for k in reads if (v := _field(state, k)) is not None}
             consumed = self._take(agent, tokens, lifeline, seen, f"{label} reads")
-            given = {"config": config, "agent": agent, "lifeline": lifeline}
+            given = {"config": config, "agent": agent, "lifeline": lifeline} if wants else {}
             return agent, consumed, {k: given[k] for k in wants}
 
         def finish(agent: Agent, result: Any, consumed: dict) -> Any:
@@ -317,6 +314,8 @@ class GraphGuards:
         if isinstance(update, Mapping) and self.channel in update:
             raise GraphGuardError(f"{label!r} writes the token channel {self.channel!r} "
                                   f"itself: leave it to the adapter")
+        if not channel_update:
+            return result
         merged = {**(update or {}), self.channel: channel_update}
         return replace(result, update=merged) if isinstance(result, Command) else merged
 
@@ -324,7 +323,7 @@ class GraphGuards:
         """The guard variables among a mapping's keys (what a node or tool reports)."""
         if not isinstance(values, Mapping):
             return {}
-        return {k: values[k] for k in self._variables if k in values}
+        return {k: v for k, v in values.items() if k in self._variables}
 
     def _targets(self, targets: Iterable[str]) -> tuple[str, ...]:
         targets = (targets,) if isinstance(targets, str) else tuple(targets)
@@ -376,8 +375,8 @@ def _digest(value: Any) -> str:
 
 
 def _field(state: Any, key: str) -> Any:
-    """A state key, whether the state is a mapping or an object (dataclass, pydantic)."""
-    return state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
+    """A state key, whether the state is a dict or an object (dataclass, pydantic)."""
+    return state.get(key) if isinstance(state, dict) else getattr(state, key, None)
 
 
 def _last_tool_calls(messages: Any) -> list:
