@@ -118,7 +118,6 @@ class GraphGuards:
     def __exit__(self, *exc_info: object) -> None:
         self.close()
 
-
     def node(self, lifeline: str, fn: Callable, *, to: Iterable[str] | Callable = (),
              reads: Iterable[str] = ()) -> Callable:
         """Wrap a node function (sync or async) so that it runs as ``lifeline``.  A function
@@ -161,7 +160,6 @@ class GraphGuards:
             return if_true if owner.decide(label) else if_false
 
         return route
-
 
     def to_tool_calls(self, name: str) -> Callable[[Any], list[str]]:
         """A node's ``to=`` that addresses one token per tool call of the AIMessage it
@@ -213,7 +211,6 @@ class GraphGuards:
             return Command(update={messages_key: [result], self.channel: channel_update})
 
         return wrap_tool_call
-
 
     def _wrap(self, fn: Callable, lifeline_of: Callable[[Any], str],
               to: Iterable[str] | Callable, reads: Iterable[str]) -> Callable:
