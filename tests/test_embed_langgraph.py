@@ -146,9 +146,9 @@ class Chain(TypedDict, total=False):
     cpl: Tokens
 
 
-def chain_system(guard: str = "@Tester(status == passed)") -> System:
+def chain_system(guard: str = "@Tester(status == passed)", secret: bytes | None = None):
     return System(["Tester", "Committer"], {"merge": ("Committer", guard)},
-                  variables=["status"])
+                  variables=["status"], secret=secret)
 
 
 def chain_graph(guards: GraphGuards, *, with_tester: bool = True):
@@ -213,6 +213,46 @@ def test_hostile_tokens_in_state_are_refused_and_move_nothing(tmp_path):
     assert len(refused) == len(hostile) + 1
     assert all(len(label) < 400 for label in refused)
     assert "3 decisions re-checked" in merged_and_rechecked(logs, tmp_path)
+
+
+def hostile_value(rng: random.Random, depth: int = 0):
+    """Any shape a state value can take: nested containers of text, bytes, numbers."""
+    kind = rng.randrange(7 if depth < 2 else 4)
+    if kind == 0:
+        return "".join(chr(rng.randrange(1, 0x3000)) for _ in range(rng.randrange(40)))
+    if kind == 1:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(40)))
+    if kind == 2:
+        return rng.choice([None, 0, -1, 2 ** 70, 1.5, True])
+    if kind == 3:
+        return "cpl1." + "".join(rng.choice("ABCdef0123-_") for _ in range(rng.randrange(120)))
+    if kind == 4:
+        return [hostile_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    keys = ["Committer", "Tester", "?", 7, None, "x"]
+    return {rng.choice(keys): hostile_value(rng, depth + 1) for _ in range(rng.randrange(4))}
+
+
+def test_fuzzed_channels_and_mutated_signed_tokens_never_move_the_committer(tmp_path):
+    """Signed tokens: any change to a genuine one is refused (forged, malformed or
+    replayed); random shapes in the channel are refused; the graph always finishes."""
+    logs = tmp_path / "logs"
+    with GraphGuards(chain_system(secret=bytes(range(32))), log=str(logs)) as guards:
+        updates = list(chain_graph(guards).stream({}, stream_mode="updates"))
+        genuine = next(iter(next(u["tester"]["cpl"]["Committer"] for u in updates
+                                 if "tester" in u).values()))
+        committer = guards.agent("Committer")
+        before = dict(committer.monitor.store), committer.seen.get("Tester")
+        alone = chain_graph(guards, with_tester=False)
+        rng = random.Random(1117)
+        for _ in range(40):
+            at = rng.randrange(len("cpl1."), len(genuine))
+            flipped = genuine[:at] + rng.choice(
+                [c for c in "ABCDEFabcdef0123456789-_" if c != genuine[at]]) + genuine[at + 1:]
+            channel = {"Committer": {"mutated": flipped}, "?": hostile_value(rng)}
+            assert alone.invoke({"cpl": channel})["verdict"] == "merged"
+            assert alone.invoke({"cpl": hostile_value(rng)})["verdict"] == "merged"
+            assert (dict(committer.monitor.store), committer.seen.get("Tester")) == before
+    merged_and_rechecked(logs, tmp_path)
 
 
 def test_a_hostile_token_at_a_tool_call_is_refused_and_the_tool_still_runs(tmp_path):
