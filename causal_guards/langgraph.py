@@ -161,14 +161,14 @@ class GraphGuards:
 
         return route
 
-    def to_tool_calls(self, name: str) -> Callable[[Any], list[str]]:
+    def to_tool_calls(self, name: str, messages_key: str = "messages") -> Callable:
         """A node's ``to=`` that addresses one token per tool call of the AIMessage it
         returns: call *k* to member *k* of family ``name`` (what :meth:`tool_calls` reads)."""
         members = self._members(name)
 
         def targets(result: Any) -> list[str]:
             update = result.update if isinstance(result, Command) else result
-            return list(members[:len(_last_tool_calls(_field(update, "messages")))])
+            return list(members[:len(_last_tool_calls(_field(update, messages_key)))])
 
         return targets
 
