@@ -221,13 +221,14 @@ class GraphGuards:
                 raise UndeclaredVariable(name, self._variables)
         wants = inspect.signature(fn).parameters.keys() & {"config", "agent", "lifeline"}
         label = getattr(fn, "__name__", "node")
+        reads_label = f"{label} reads"
 
         def start(state: Any, config: RunnableConfig) -> tuple[Agent, dict, dict]:
             tokens = _field(state, self.channel)
             lifeline = lifeline_of(tokens)
             agent = self.agent(lifeline)
             seen = {k: v for k in reads if (v := _field(state, k)) is not None}
-            consumed = self._take(agent, tokens, lifeline, seen, f"{label} reads")
+            consumed = self._take(agent, tokens, lifeline, seen, reads_label)
             given = {"config": config, "agent": agent, "lifeline": lifeline} if wants else {}
             return agent, consumed, {k: given[k] for k in wants}
 
@@ -260,15 +261,16 @@ class GraphGuards:
         inbox = tokens if normal else merge_tokens({}, tokens)
         consumed = {}
         for receiver in (lifeline, UNADDRESSED):
-            entries = list(inbox.get(receiver, {}).items())
+            if receiver not in inbox:
+                continue
+            entries = list(inbox[receiver].items())
             for _, text in entries[:MAX_TAKEN]:
                 if self._receive(agent, text, seen):
                     seen = {}
             if len(entries) > MAX_TAKEN:
                 agent.act(f"refused: {len(entries) - MAX_TAKEN} more tokens than the "
                           f"{MAX_TAKEN} a node takes at once")
-            if entries:
-                consumed[receiver] = dict.fromkeys(key for key, _ in entries)
+            consumed[receiver] = dict.fromkeys(key for key, _ in entries)
         if seen:
             agent.act(label, **seen)
         return consumed
@@ -318,7 +320,7 @@ class GraphGuards:
 
     def _known(self, values: Any) -> dict:
         """The guard variables among a mapping's keys (what a node or tool reports)."""
-        if not isinstance(values, Mapping):
+        if not isinstance(values, (dict, Mapping)):  # dict first: the common case, no ABC check
             return {}
         return {k: v for k, v in values.items() if k in self._variables}
 
