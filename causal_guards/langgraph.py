@@ -1,0 +1,398 @@
+"""LangGraph adapter: graph nodes as CPL lifelines, their tokens carried in graph state.
+
+A superstep runs its tasks concurrently, each on the state of the previous barrier, so
+what a node has *seen* is what reached it through state: the tokens travel there too,
+and a guard judges the causal past LangGraph gave the node, not the order its threads
+happened to finish in.
+
+* **Channel**: ``cpl: Tokens`` in the state schema maps a receiving lifeline to
+  ``{message id: token text}``; its reducer :func:`merge_tokens` merges one superstep's
+  writes, deletes consumed ids (mapped to ``None``) and never raises: whatever a caller
+  or node wrote is filed under a receiver (or :data:`UNADDRESSED`) and refused there.
+* **Nodes**: ``guards.node(lifeline, fn, to=..., reads=...)`` receives the tokens for
+  ``lifeline`` (a refused one is recorded as ``act("refused: ...")``), the state keys in
+  ``reads`` set by the first receive; at the end the guard variables of its update are
+  one act, and one token per lifeline in ``to`` goes out in the update.
+* **Send fan-out**: one lifeline per task, ``family("worker", n)`` = ``worker_0`` ..;
+  ``guards.fan_out(sender, "worker", payloads)`` addresses payload *k* to ``worker_k``
+  and ``guards.tasks("worker", fn)`` runs each task as the member its token names.
+* **Conditional edge**: ``guards.route(label, if_true, if_false)`` decides at the owner.
+* **ToolNode**: ``guards.tool_calls("tool", guarded=...)`` is a ``wrap_tool_call`` running
+  call *k* of the AIMessage as ``tool_k``; a false guard returns an error ToolMessage
+  naming it, with its explanation, instead of running the tool.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import threading
+from collections import OrderedDict
+from itertools import count, takewhile
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Annotated, Any
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import Command, Send
+
+from cpl.live import (Agent, LiveError, System, Token, TokenRefused, UndeclaredVariable,
+                      UnknownLifeline)
+
+CHANNEL = "cpl"
+UNADDRESSED = "?"  # receiver of entries nobody can be found for; the next node to run refuses them
+MAX_TAKEN = 64  # tokens a node takes from state per run; more are refused in one record
+MAX_REASON = 240  # characters of a refusal's reason kept in its record
+MAX_MADE = 4096  # tokens sent and not yet received whose Token objects are kept
+
+
+class GraphGuardError(LiveError):
+    """The adapter was used in a way it cannot guard; the message says the fix."""
+
+
+def merge_tokens(current: Any, update: Any) -> dict:
+    """The token channel's reducer: add new tokens, delete consumed ones, never raise."""
+    merged = dict(current) if isinstance(current, dict) else {}  # buckets copied when touched
+    for receiver, entries in _addressed(update):
+        bucket = merged[receiver] = dict(merged.get(receiver, ()))
+        for key, text in entries:
+            if text is None:
+                bucket.pop(key, None)
+            else:
+                bucket[key] = text
+        if not bucket:
+            del merged[receiver]
+    return merged
+
+
+Tokens = Annotated[dict, merge_tokens]
+"""The state channel's type: ``cpl: Tokens`` in a TypedDict state schema."""
+
+
+def family(name: str, size: int) -> tuple[str, ...]:
+    """The lifelines of a fan-out: ``name_0`` .. ``name_{size-1}``, one per concurrent task."""
+    return tuple(f"{name}_{k}" for k in range(size))
+
+
+def member_label(label: str, member: str) -> str:
+    """The label a family member owns for a guard it shares with its siblings."""
+    return f"{label} [{member}]"
+
+
+def family_guards(label: str, members: Iterable[str],
+                  guard: str | Callable[[str], str]) -> dict[str, tuple[str, str]]:
+    """``System`` guards, one label per member (a label has one owner): text or guard(member)."""
+    return {member_label(label, m): (m, guard(m) if callable(guard) else guard)
+            for m in members}
+
+
+class GraphGuards:
+    """The agents of one graph, and the wrappers that make its nodes lifelines."""
+
+    def __init__(self, system: System, *, log: str | None = None, channel: str = CHANNEL):
+        """``log``: a folder (made if missing) for one ``<lifeline>.jsonl`` per agent."""
+        self.system, self.channel, self._variables = system, channel, system.variables
+        if log is not None:
+            os.makedirs(log, exist_ok=True)
+            log = os.path.join(log, "")
+        self._agents = {name: system.agent(name, log=log) for name in system.lifelines}
+        self._made: OrderedDict[str, Token] = OrderedDict()  # text -> Token, not yet received
+        self._made_lock = threading.Lock()
+
+    def agent(self, lifeline: str) -> Agent:
+        """The agent of a lifeline (to act, decide or explain from inside a node)."""
+        if lifeline not in self._agents:
+            raise UnknownLifeline(lifeline, self.system.lifelines)
+        return self._agents[lifeline]
+
+    def close(self) -> None:
+        """Flush and close every agent's log."""
+        for agent in self._agents.values():
+            agent.close()
+
+    def __enter__(self) -> GraphGuards:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def node(self, lifeline: str, fn: Callable, *, to: Iterable[str] | Callable = (),
+             reads: Iterable[str] = ()) -> Callable:
+        """Wrap a node function (sync or async) so that it runs as ``lifeline``.  A function
+        that declares ``config``, ``agent`` or ``lifeline`` gets the RunnableConfig, the
+        lifeline's Agent (to act or decide inside the node) or its name."""
+        self.agent(lifeline)
+        return self._wrap(fn, lambda tokens: lifeline, to, reads)
+
+    def tasks(self, name: str, fn: Callable, *, to: Iterable[str] | Callable = (),
+              reads: Iterable[str] = ()) -> Callable:
+        """Wrap the node of a Send fan-out: each task runs as the member of family ``name``
+        that the token in its payload (see :meth:`fan_out`) is addressed to."""
+        members = self._members(name)
+        return self._wrap(fn, lambda tokens: self._member_of(tokens, name, members), to, reads)
+
+    def fan_out(self, sender: str, node: str, payloads: Iterable[Mapping],
+                *, name: str | None = None) -> list[Send]:
+        """The Sends of a fan-out from ``sender``: payload *k* goes to ``node`` carrying a
+        token addressed to member *k* of family ``name`` (default: the node's name)."""
+        members = self._members(name or node)
+        payloads = list(payloads)
+        if len(payloads) > len(members):
+            raise GraphGuardError(f"{len(payloads)} tasks for the {len(members)} members of "
+                                  f"{name or node!r}: declare more lifelines with family()")
+        agent = self.agent(sender)
+        sends = []
+        for member, payload in zip(members, payloads):
+            if not isinstance(payload, Mapping):
+                raise GraphGuardError(f"a fan-out payload is a mapping, not {payload!r:.60}")
+            sends.append(Send(node, {**payload,
+                                     self.channel: {member: self._token(agent, member, node)}}))
+        return sends
+
+    def route(self, label: str, if_true: str, if_false: str) -> Callable[[Any], str]:
+        """A guarded conditional edge: the owner of ``label`` decides (a choice event), the
+        graph goes on by its value.  Attach it to a node of the owner's lifeline."""
+        owner = self.agent(self.system.owner(label))
+
+        def route(state: Any) -> str:
+            return if_true if owner.decide(label) else if_false
+
+        return route
+
+    def to_tool_calls(self, name: str, messages_key: str = "messages") -> Callable:
+        """A node's ``to=`` that addresses one token per tool call of the AIMessage it
+        returns: call *k* to member *k* of family ``name`` (what :meth:`tool_calls` reads)."""
+        members = self._members(name)
+
+        def targets(result: Any) -> list[str]:
+            update = result.update if isinstance(result, Command) else result
+            return list(members[:len(_last_tool_calls(_field(update, messages_key)))])
+
+        return targets
+
+    def tool_calls(self, name: str, *, guarded: Mapping[str, str] = {},
+                   to: Iterable[str] = (), messages_key: str = "messages") -> Callable:
+        """A ToolNode ``wrap_tool_call``: call *k* of the last AIMessage runs as member *k* of
+        family ``name``, its arguments that are guard variables set by its first receive.
+        A tool in ``guarded`` (tool name -> label) first decides ``member_label(label,
+        member)``; a Mapping artifact of the result is recorded as the tool's effect."""
+        members = self._members(name)
+        targets = self._targets(to)
+        for label in guarded.values():
+            for member in members:
+                if self.system.owner(member_label(label, member)) != member:
+                    raise GraphGuardError(f"{member_label(label, member)!r} must be owned by "
+                                          f"{member!r}: build the guards with family_guards")
+
+        def wrap_tool_call(request: Any, execute: Callable) -> ToolMessage | Command:
+            call = request.tool_call
+            member = _slot(request.state, call, members, messages_key)
+            if member is None:
+                return _error(call, f"no lifeline for this tool call: family {name!r} has "
+                                    f"{len(members)} members, one per call of a message")
+            agent = self._agents[member]
+            consumed = self._take(agent, _field(request.state, self.channel), member,
+                                  self._known(call.get("args")), f"call {call['name']}")
+            label = guarded.get(call["name"])
+            decision = label and member_label(label, member)
+            if decision and not agent.decide(decision):
+                result = _error(call, f"refused by guard {decision!r}: "
+                                      f"{agent.explain(decision).to_text().rstrip()}")
+            else:
+                result = execute(request)
+                effects = self._known(getattr(result, "artifact", None))
+                if effects:
+                    agent.act(f"{call['name']} done", **effects)
+            channel_update = self._send(agent, targets, consumed, f"{call['name']} result")
+            if isinstance(result, Command):
+                return self._with_channel(result, channel_update, f"tool {call['name']}")
+            return Command(update={messages_key: [result], self.channel: channel_update})
+
+        return wrap_tool_call
+
+    def _wrap(self, fn: Callable, lifeline_of: Callable[[Any], str],
+              to: Iterable[str] | Callable, reads: Iterable[str]) -> Callable:
+        targets = to if callable(to) else self._targets(to)
+        reads = tuple(reads)
+        for name in reads:
+            if name not in self._variables:
+                raise UndeclaredVariable(name, self._variables)
+        wants = inspect.signature(fn).parameters.keys() & {"config", "agent", "lifeline"}
+        label = getattr(fn, "__name__", "node")
+        reads_label = f"{label} reads"
+
+        def start(state: Any, config: RunnableConfig) -> tuple[Agent, dict, dict]:
+            tokens = _field(state, self.channel)
+            lifeline = lifeline_of(tokens)
+            agent = self.agent(lifeline)
+            seen = {k: v for k in reads if (v := _field(state, k)) is not None}
+            consumed = self._take(agent, tokens, lifeline, seen, reads_label)
+            given = {"config": config, "agent": agent, "lifeline": lifeline} if wants else {}
+            return agent, consumed, {k: given[k] for k in wants}
+
+        def finish(agent: Agent, result: Any, consumed: dict) -> Any:
+            update = result.update if isinstance(result, Command) else result
+            if update is not None and not isinstance(update, Mapping):
+                raise GraphGuardError(f"node {label!r} returned {type(update).__name__}: a guarded "
+                                      f"node returns a dict, None or a Command of a dict")
+            writes = self._known(update)
+            if writes:
+                agent.act(label, **writes)
+            sent_to = self._targets(targets(result)) if callable(targets) else targets
+            return self._with_channel(result, self._send(agent, sent_to, consumed, label), label)
+
+        if inspect.iscoroutinefunction(fn):
+            async def guarded_node(state: Any, config: RunnableConfig) -> Any:
+                agent, consumed, extra = start(state, config)
+                return finish(agent, await fn(state, **extra), consumed)
+        else:
+            def guarded_node(state: Any, config: RunnableConfig) -> Any:
+                agent, consumed, extra = start(state, config)
+                return finish(agent, fn(state, **extra), consumed)
+        guarded_node.__name__ = guarded_node.__qualname__ = label
+        return guarded_node
+
+    def _take(self, agent: Agent, tokens: Any, lifeline: str, seen: dict, label: str) -> dict:
+        """Receive or refuse every token for ``lifeline`` (and unaddressed ones); ``seen`` (what
+        came with them) is set by the first receive, else by an act.  -> the deletions."""
+        normal = type(tokens) is dict and all(type(b) is dict for b in tokens.values())
+        inbox = tokens if normal else merge_tokens({}, tokens)
+        consumed = {}
+        for receiver in (lifeline, UNADDRESSED):
+            if receiver not in inbox:
+                continue
+            entries = list(inbox[receiver].items())
+            for _, text in entries[:MAX_TAKEN]:
+                if self._receive(agent, text, seen):
+                    seen = {}
+            if len(entries) > MAX_TAKEN:
+                agent.act(f"refused: {len(entries) - MAX_TAKEN} more tokens than the "
+                          f"{MAX_TAKEN} a node takes at once")
+            consumed[receiver] = dict.fromkeys(key for key, _ in entries)
+        if seen:
+            agent.act(label, **seen)
+        return consumed
+
+    def _receive(self, agent: Agent, text: Any, seen: dict) -> bool:
+        """Receive one entry setting ``seen``, or record why not.  Text this object made is
+        received as the Token it was made from: the same token, checked alike, without
+        decoding it again (decoding is most of what a guarded step costs)."""
+        if not isinstance(text, (str, bytes)):
+            agent.act(f"refused: malformed token: a {type(text).__name__}, not text")
+            return False
+        with self._made_lock:
+            token = self._made.pop(text, text)
+        try:
+            agent.receive(token, **seen)
+            return True
+        except TokenRefused as refused:
+            agent.act(f"refused: {str(refused)[:MAX_REASON]}")
+            return False
+
+    def _send(self, agent: Agent, targets: Iterable[str], consumed: dict, label: str) -> dict:
+        """One token to each target, beside the deletions: the channel's update."""
+        channel_update = {receiver: dict(keys) for receiver, keys in consumed.items()}
+        for target in targets:
+            channel_update.setdefault(target, {}).update(self._token(agent, target, label))
+        return channel_update
+
+    def _token(self, agent: Agent, to: str, label: str) -> dict[str, str]:
+        """Send to ``to``: ``{message id: token text}``, kept for :meth:`_receive` (the
+        oldest forgotten past MAX_MADE)."""
+        token = agent.send(to, label)
+        with self._made_lock:
+            self._made[token.text] = token
+            if len(self._made) > MAX_MADE:
+                self._made.popitem(last=False)
+        return {token.msg: token.text}
+
+    def _with_channel(self, result: Any, channel_update: dict, label: str) -> Any:
+        update = result.update if isinstance(result, Command) else result
+        if isinstance(update, Mapping) and self.channel in update:
+            raise GraphGuardError(f"{label!r} writes the token channel {self.channel!r} "
+                                  f"itself: leave it to the adapter")
+        if not channel_update:
+            return result
+        merged = {**(update or {}), self.channel: channel_update}
+        return replace(result, update=merged) if isinstance(result, Command) else merged
+
+    def _known(self, values: Any) -> dict:
+        """The guard variables among a mapping's keys (what a node or tool reports)."""
+        if not isinstance(values, (dict, Mapping)):  # dict first: the common case, no ABC check
+            return {}
+        return {k: v for k, v in values.items() if k in self._variables}
+
+    def _targets(self, targets: Iterable[str]) -> tuple[str, ...]:
+        targets = (targets,) if isinstance(targets, str) else tuple(targets)
+        for target in targets:
+            self.agent(target)  # an unknown lifeline is named now, not at the first send
+        return targets
+
+    def _members(self, name: str) -> tuple[str, ...]:
+        members = tuple(takewhile(self._agents.__contains__, (f"{name}_{k}" for k in count())))
+        if not members:
+            raise GraphGuardError(f"no family {name!r}: declare its members among the "
+                                  f"lifelines, e.g. *family({name!r}, 4)")
+        return members
+
+    def _member_of(self, tokens: Any, name: str, members: tuple[str, ...]) -> str:
+        named = [m for m in merge_tokens({}, tokens) if m in members]
+        if len(named) != 1:
+            raise GraphGuardError(f"a task of fan-out {name!r} carries a token for one member, "
+                                  f"not {len(named)}: make its Send with GraphGuards.fan_out")
+        return named[0]
+
+
+def _addressed(update: Any) -> Iterable[tuple[str, list[tuple[str, Any]]]]:
+    """An update's entries by receiver, whatever its shape: what cannot be attributed to
+    a receiver goes to UNADDRESSED, keys that are not strings get a digest of the value."""
+    if update is None:
+        return
+    if not isinstance(update, Mapping):
+        yield UNADDRESSED, [(_digest(update), update)]
+        return
+    for receiver, bucket in update.items():
+        if not isinstance(receiver, str):
+            receiver, bucket = UNADDRESSED, [bucket]
+        if isinstance(bucket, Mapping):
+            yield receiver, [(k if isinstance(k, str) else _digest(v), v)
+                             for k, v in bucket.items()]
+        elif isinstance(bucket, (list, tuple)):
+            yield receiver, [(_digest(v), v) for v in bucket if v is not None]
+        elif bucket is not None:
+            yield receiver, [(_digest(bucket), bucket)]
+
+
+def _digest(value: Any) -> str:
+    try:
+        shown = repr(value)[:4096]
+    except Exception:  # a hostile value's own __repr__ may raise anything
+        shown = type(value).__name__
+    return "raw:" + hashlib.sha1(shown.encode("utf-8", "replace")).hexdigest()[:16]
+
+
+def _field(state: Any, key: str) -> Any:
+    """A state key, whether the state is a dict or an object (dataclass, pydantic)."""
+    return state.get(key) if isinstance(state, dict) else getattr(state, key, None)
+
+
+def _last_tool_calls(messages: Any) -> list:
+    messages = [messages] if isinstance(messages, AIMessage) else messages
+    if isinstance(messages, (list, tuple)):
+        for message in reversed(messages):
+            if isinstance(message, AIMessage):
+                return list(message.tool_calls)
+    return []
+
+
+def _slot(state: Any, call: Mapping, members: tuple[str, ...], key: str) -> str | None:
+    """The member a tool call runs as: its index among the last AIMessage's calls."""
+    ids = [c.get("id") for c in _last_tool_calls(_field(state, key))]
+    index = ids.index(call.get("id")) if call.get("id") in ids else len(members)
+    return members[index] if index < len(members) else None
+
+
+def _error(call: Mapping, content: str) -> ToolMessage:
+    return ToolMessage(content, name=call.get("name"), tool_call_id=call.get("id"), status="error")
