@@ -16,7 +16,7 @@ import os
 import sys
 
 import pytest
-from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents import Agent, Runner, function_tool, handoff, set_tracing_disabled
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from causal_guards.openai_agents import (MAX_REJECTION_CHARS, MAX_WAITING_TOKENS, CausalContext,
@@ -93,6 +93,36 @@ def test_a_suspicious_verdict_rejects():
         context.deliver("Support", verdict(fraud, "A-17", "suspicious"))
         outputs, refunded = refund_run(support, ['{"order": "A-17"}'], context)
         assert refunded == [] and "refused" in outputs[0]
+
+
+@pytest.mark.parametrize("carried", [True, False], ids=["token carried", "token dropped"])
+def test_a_handoff_carries_the_token_to_the_next_agents_guard(carried):
+    live = System(["Triage", "Support"], {"refund": ("Support", "@Triage(verified == true)")},
+                  variables=["verified"])
+    with live.agent("Triage") as triage, live.agent("Support") as support:
+        guard = causal_guardrail(support, "refund")
+
+        @function_tool(tool_input_guardrails=[guard])
+        def issue_refund(order: str) -> str:
+            return f"refunded {order}"
+
+        def handed_over(ctx):
+            triage.act("checked identity", verified=True)
+            token = triage.send("Support", "handoff")
+            if carried:
+                ctx.context.deliver("Support", token)
+
+        support_model = ScriptedModel([[function_call("issue_refund", {"order": "A-17"}, call_id="r")],
+                                       [assistant_message("over")]])
+        front = Agent(name="Support", model=support_model, tools=[issue_refund])
+        triage_model = ScriptedModel([[function_call("transfer_to_support", {}, call_id="h")]])
+        desk = Agent(name="Triage", model=triage_model,
+                     handoffs=[handoff(front, on_handoff=handed_over)])
+        result = asyncio.run(Runner.run(desk, "refund A-17", context=CausalContext()))
+        output = [item.output for item in result.new_items
+                  if type(item).__name__ == "ToolCallOutputItem"][-1]
+        assert result.final_output == "over"
+        assert (output == "refunded A-17") == carried and support.taken == (3 if carried else 2)
 
 
 def knowledge(agent) -> tuple:
