@@ -90,7 +90,7 @@ def one_run(tool) -> float:
 
 def run(quick: bool = False) -> list[Row]:
     set_tracing_disabled(True)
-    repeats = 3 if quick else 15
+    repeats = 3 if quick else 25
     with tempfile.TemporaryDirectory() as logs:
         support, recorded = cleared_support(None), cleared_support(logs)
         cpl_guard = causal_guardrail(support, "refund", bind=bind_order)
@@ -112,7 +112,7 @@ def run(quick: bool = False) -> list[Row]:
         value = median(per_call[name])
         rows.append(Row("SDK tool", what, value, "µs/call", per_call[name],
                         baseline="same tool, no guardrail", baseline_value=base,
-                        note=f"+{value - base:.0f} µs per call over the baseline"))
+                        note=f"{value - base:+.0f} µs per call against the baseline"))
     per_judge = {name: [1e6 * s / DIRECT for s in seconds] for name, seconds in alone.items()}
     allow = median(per_judge["allow"])
     rows.append(Row("SDK tool", "guardrail function alone, always allow", allow, "µs/call",

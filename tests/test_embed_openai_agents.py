@@ -179,6 +179,15 @@ def test_hostile_tokens_are_refused_the_run_finishes_and_the_monitor_is_unchange
         assert refunded == ["A-17"]  # nothing hostile undid the good verdict
 
 
+def test_an_unsigned_token_is_refused_as_forged_when_the_system_signs():
+    signed, unsigned = system(secret=os.urandom(32)), system()
+    with signed.agent("Support") as support, unsigned.agent("FraudCheck") as impostor:
+        context = CausalContext()
+        context.deliver("Support", verdict(impostor, "A-17"))
+        outputs, refunded = refund_run(support, ['{"order": "A-17"}'], context)
+        assert refunded == [] and "tokens refused before deciding: forged" in outputs[0]
+
+
 # Arguments nested thousands deep are left out: the SDK itself (0.24.0) parses them while
 # planning the call, before any guardrail runs, and Runner.run raises RecursionError.
 @pytest.mark.parametrize("arguments", [
