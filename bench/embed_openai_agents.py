@@ -7,10 +7,12 @@ having any input guardrail); the ``causal_guardrail`` of the refund story with i
 (so the tool runs every time; each call adds an act binding ``order`` and a choice) without
 recording; the same writing both agents' logs.  Per call = CPU time of one run / ``CALLS``,
 timed by ``timing.timed`` (what was allocated before is frozen out of the collector: a full
-collection of the SDK's heap mid-run otherwise swamps the difference).
+collection of the SDK's heap mid-run otherwise swamps the difference).  Besides the medians,
+each row's note gives the median of the per-round differences: a round runs every variant back
+to back, so a slow spell of the shared machine hits both sides.
 
 Then the guardrail functions alone, called directly ``DIRECT`` times on one call's data: the
-CPL one against the always-allow one, which isolates what CPL adds to a call.
+CPL one (without and with logs) against the always-allow one, which isolates what CPL adds.
 
     PYTHONPATH=$PWD python bench/embed_openai_agents.py [--quick]
 """
@@ -25,8 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # timing, however this is run
 
-from agents import (Agent, Runner, ToolGuardrailFunctionOutput, ToolInputGuardrailData,  # noqa: E402
-                    function_tool, set_tracing_disabled, tool_input_guardrail)
+from agents import (Agent, Runner, ToolGuardrailFunctionOutput,  # noqa: E402
+                    ToolInputGuardrailData, function_tool, set_tracing_disabled,
+                    tool_input_guardrail)
 from agents.tool_context import ToolContext  # noqa: E402
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 
@@ -36,8 +39,8 @@ from timing import Row, interleaved, median, table, timed  # noqa: E402
 
 CALLS = 40
 DIRECT = 20_000
-SYSTEM = System(["Support", "FraudCheck"],
-                {"refund": ("Support", "@FraudCheck(verdict == clear) && @FraudCheck.order == order")},
+GUARD = "@FraudCheck(verdict == clear) && @FraudCheck.order == order"
+SYSTEM = System(["Support", "FraudCheck"], {"refund": ("Support", GUARD)},
                 variables=["order", "verdict"])
 
 
@@ -82,7 +85,8 @@ def direct(guardrail) -> float:
 
 def one_run(tool) -> float:
     """CPU seconds of one run of CALLS refund calls."""
-    calls = [function_call("issue_refund", {"order": "A-17"}, call_id=f"c{i}") for i in range(CALLS)]
+    calls = [function_call("issue_refund", {"order": "A-17"}, call_id=f"c{i}")
+             for i in range(CALLS)]
     model = ScriptedModel([calls, [assistant_message("done")]])
     agent = Agent(name="Support", model=model, tools=[tool])
     return timed(lambda: asyncio.run(Runner.run(agent, "refund")))
@@ -90,18 +94,19 @@ def one_run(tool) -> float:
 
 def run(quick: bool = False) -> list[Row]:
     set_tracing_disabled(True)
-    repeats = 3 if quick else 25
+    repeats = 3 if quick else 61
     with tempfile.TemporaryDirectory() as logs:
         support, recorded = cleared_support(None), cleared_support(logs)
         cpl_guard = causal_guardrail(support, "refund", bind=bind_order)
+        logged_guard = causal_guardrail(recorded, "refund", bind=bind_order)
         tools = {"plain": refund_tool([]), "allow": refund_tool([always_allow]),
-                 "cpl": refund_tool([cpl_guard]),
-                 "logged": refund_tool([causal_guardrail(recorded, "refund", bind=bind_order)])}
+                 "cpl": refund_tool([cpl_guard]), "logged": refund_tool([logged_guard])}
         one_run(tools["plain"])  # warm imports and caches before timing
-        runs = interleaved({name: (lambda tool=tool: one_run(tool)) for name, tool in tools.items()},
-                           repeats)
-        alone = interleaved({"allow": lambda: direct(always_allow), "cpl": lambda: direct(cpl_guard)},
-                            repeats)
+        runs = interleaved({name: (lambda tool=tool: one_run(tool))
+                            for name, tool in tools.items()}, repeats)
+        alone = interleaved({"allow": lambda: direct(always_allow),
+                             "cpl": lambda: direct(cpl_guard),
+                             "logged": lambda: direct(logged_guard)}, repeats)
         support.close()
         recorded.close()
     per_call = {name: [1e6 * s / CALLS for s in seconds] for name, seconds in runs.items()}
@@ -109,18 +114,19 @@ def run(quick: bool = False) -> list[Row]:
     rows = [Row("SDK tool", "call, no guardrail", base, "µs/call", per_call["plain"])]
     for name, what in (("allow", "call, always-allow guardrail"), ("cpl", "call, CPL guardrail"),
                        ("logged", "call, CPL guardrail + logs")):
-        value = median(per_call[name])
-        rows.append(Row("SDK tool", what, value, "µs/call", per_call[name],
+        paired = median(g - p for g, p in zip(per_call[name], per_call["plain"]))
+        rows.append(Row("SDK tool", what, median(per_call[name]), "µs/call", per_call[name],
                         baseline="same tool, no guardrail", baseline_value=base,
-                        note=f"{value - base:+.0f} µs per call against the baseline"))
+                        note=f"median of the rounds' differences {paired:+.0f} µs per call"))
     per_judge = {name: [1e6 * s / DIRECT for s in seconds] for name, seconds in alone.items()}
     allow = median(per_judge["allow"])
     rows.append(Row("SDK tool", "guardrail function alone, always allow", allow, "µs/call",
                     per_judge["allow"]))
-    value = median(per_judge["cpl"])
-    rows.append(Row("SDK tool", "guardrail function alone, CPL", value, "µs/call", per_judge["cpl"],
-                    baseline="always-allow function", baseline_value=allow,
-                    note=f"CPL adds {value - allow:.1f} µs per call (receive check, act, choice)"))
+    for name, what in (("cpl", "CPL"), ("logged", "CPL + logs")):
+        value = median(per_judge[name])
+        rows.append(Row("SDK tool", f"guardrail function alone, {what}", value, "µs/call",
+                        per_judge[name], baseline="always-allow function", baseline_value=allow,
+                        note=f"adds {value - allow:.1f} µs per call (take tokens, act, choice)"))
     return rows
 
 

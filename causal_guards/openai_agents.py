@@ -58,7 +58,8 @@ class CausalContext:
     def deliver(self, to: str, token: Token | str | bytes) -> None:
         """Leave ``token`` for lifeline ``to``; its next guarded tool call receives it."""
         if not isinstance(token, (Token, str, bytes)):
-            raise TypeError(f"a token is a cpl.live.Token, its text or its bytes, not {type(token).__name__}")
+            raise TypeError(f"a token is a cpl.live.Token, its text or its bytes, "
+                            f"not {type(token).__name__}")
         with self._lock:
             waiting = self._waiting.setdefault(to, deque())
             if len(waiting) >= MAX_WAITING_TOKENS:

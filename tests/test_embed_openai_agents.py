@@ -112,8 +112,8 @@ def test_a_handoff_carries_the_token_to_the_next_agents_guard(carried):
             if carried:
                 ctx.context.deliver("Support", token)
 
-        support_model = ScriptedModel([[function_call("issue_refund", {"order": "A-17"}, call_id="r")],
-                                       [assistant_message("over")]])
+        refund = function_call("issue_refund", {"order": "A-17"}, call_id="r")
+        support_model = ScriptedModel([[refund], [assistant_message("over")]])
         front = Agent(name="Support", model=support_model, tools=[issue_refund])
         triage_model = ScriptedModel([[function_call("transfer_to_support", {}, call_id="h")]])
         desk = Agent(name="Triage", model=triage_model,
@@ -142,7 +142,8 @@ REFUSED_AS = {"random bytes": "malformed", "truncated": "malformed", "oversized"
 def hostile_tokens(live: System, fraud) -> dict[str, object]:
     """A good token, then every kind of bad one (``replayed`` is the good one again)."""
     good = verdict(fraud, "A-17").text
-    other = System(["Support", "FraudCheck"], {"refund": ("Support", "@FraudCheck(verdict == clear)")},
+    other = System(["Support", "FraudCheck"],
+                   {"refund": ("Support", "@FraudCheck(verdict == clear)")},
                    variables=["order", "verdict"])
     with other.agent("FraudCheck") as stranger:
         stranger.act(order="A-17", verdict="clear")

@@ -16,7 +16,8 @@ turn's call is allowed.  The models are scripted (``agents.testing.ScriptedModel
 no API key.
 
     python examples/embedding/openai_agents_refund.py --logs logs/
-    cpl merge logs/ -o refund.jsonl && cpl eval refund.jsonl && cpl render refund.jsonl -o refund.svg
+    cpl merge logs/ -o refund.jsonl && cpl eval refund.jsonl
+    cpl render refund.jsonl -o refund.svg
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def scripted_support() -> ScriptedModel:
 
 def scripted_fraud() -> ScriptedModel:
     return ScriptedModel([
-        [function_call("record_verdict", {"order": ORDER, "verdict": "clear"}, call_id="verdict-1")],
+        [function_call("record_verdict", {"order": ORDER, "verdict": "clear"},
+                       call_id="verdict-1")],
         [assistant_message(f"{ORDER} is clear.")],
     ])
 
@@ -94,7 +96,8 @@ async def run(logs: str | None) -> list[str]:
     set_tracing_disabled(True)
     context = CausalContext()
     seen: list[str] = []
-    with SYSTEM.agent("Support", log=logs) as support, SYSTEM.agent("FraudCheck", log=logs) as fraud:
+    with SYSTEM.agent("Support", log=logs) as support, \
+            SYSTEM.agent("FraudCheck", log=logs) as fraud:
         front = support_agent(support, scripted_support())
         first = await Runner.run(front, f"Please refund order {ORDER}.", context=context)
         seen += tool_outputs(first)
