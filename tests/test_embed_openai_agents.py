@@ -16,7 +16,8 @@ import os
 import sys
 
 import pytest
-from agents import Agent, Runner, function_tool, handoff, set_tracing_disabled
+from agents import (Agent, Runner, ToolCallOutputItem, function_tool, handoff,
+                    set_tracing_disabled)
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from causal_guards.openai_agents import (MAX_REJECTION_CHARS, MAX_WAITING_TOKENS, CausalContext,
@@ -34,6 +35,11 @@ set_tracing_disabled(True)
 def system(**options) -> System:
     return System(["Support", "FraudCheck"], {"refund": ("Support", GUARD)},
                   variables=["order", "verdict", "refunded"], **options)
+
+
+def tool_outputs(result) -> list[str]:
+    """What the model read back from each tool call of a run (a result or a rejection)."""
+    return [item.output for item in result.new_items if isinstance(item, ToolCallOutputItem)]
 
 
 def refund_run(support, calls: list[str], context=None) -> tuple[list[str], list[str]]:
@@ -54,9 +60,7 @@ def refund_run(support, calls: list[str], context=None) -> tuple[list[str], list
     agent = Agent(name="Support", model=model, tools=[issue_refund])
     result = asyncio.run(Runner.run(agent, "refund please", context=context or CausalContext()))
     assert result.final_output == "over" and model.remaining_steps == 0
-    outputs = [item.output for item in result.new_items
-               if type(item).__name__ == "ToolCallOutputItem"]
-    return outputs, refunded
+    return tool_outputs(result), refunded
 
 
 def verdict(fraud, order: str, value: str = "clear"):
@@ -119,10 +123,8 @@ def test_a_handoff_carries_the_token_to_the_next_agents_guard(carried):
         desk = Agent(name="Triage", model=triage_model,
                      handoffs=[handoff(front, on_handoff=handed_over)])
         result = asyncio.run(Runner.run(desk, "refund A-17", context=CausalContext()))
-        output = [item.output for item in result.new_items
-                  if type(item).__name__ == "ToolCallOutputItem"][-1]
         assert result.final_output == "over"
-        assert (output == "refunded A-17") == carried and support.taken == (3 if carried else 2)
+        assert (tool_outputs(result)[-1] == "refunded A-17") == carried and support.taken == (3 if carried else 2)
 
 
 def knowledge(agent) -> tuple:

@@ -26,7 +26,8 @@ import argparse
 import asyncio
 import os
 
-from agents import Agent, RunContextWrapper, Runner, function_tool, set_tracing_disabled
+from agents import (Agent, RunContextWrapper, Runner, ToolCallOutputItem, function_tool,
+                    set_tracing_disabled)
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from causal_guards.openai_agents import CausalContext, causal_guardrail
@@ -88,7 +89,8 @@ def scripted_fraud() -> ScriptedModel:
 
 
 def tool_outputs(result) -> list[str]:
-    return [item.output for item in result.new_items if type(item).__name__ == "ToolCallOutputItem"]
+    """What the model read back from each tool call of a run (a result or a rejection)."""
+    return [item.output for item in result.new_items if isinstance(item, ToolCallOutputItem)]
 
 
 async def run(logs: str | None) -> list[str]:
