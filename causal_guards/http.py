@@ -21,7 +21,7 @@ from urllib.parse import parse_qsl, urlsplit
 import attrs
 
 from cpl.live import Agent, LiveError, TokenRefused, UnknownLifeline
-from cpl.live.token import read as read_token  # who sent it: the reply goes back to them
+
 
 DEFAULT_HEADER = "cpl-token"
 MAX_QUERY_VALUE = 1000  # characters of a query value a request may put in the store
@@ -121,7 +121,7 @@ class CausalMiddleware:
         if isinstance(updates, Refusal):
             return updates
         try:
-            token = read_token(values[0].decode("ascii"), self.agent.system)
+            token = self.agent.system.read(values[0].decode("ascii"))
             self.agent.receive(token, **updates)
         except UnicodeDecodeError:
             return self._refuse("malformed", f"the {self.header!r} header is not ASCII text; "

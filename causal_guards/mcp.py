@@ -36,7 +36,7 @@ from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp.types import CallToolResult, TextContent
 
 from cpl.live import Agent, LiveError, NotOwner, Token, TokenRefused, UndeclaredVariable
-from cpl.live.token import read as read_token  # the only way to a token's sender, to reply
+
 
 TOKEN_KEY = "causal-guards/token"
 """The ``_meta`` key of the token, namespaced as MCP asks of keys that are not its own."""
@@ -108,7 +108,7 @@ class CausalTools:
             return self._refused(call.name, "missing", f"token refused (missing): the call "
                                  f"carries no token under {TOKEN_KEY!r} in _meta")
         try:
-            token = read_token(_token_text(carried), self.agent.system)
+            token = self.agent.system.read(_token_text(carried))
             self.agent.receive(token, **{name: arguments[name] for name in call.assign})
         except TokenRefused as refusal:
             return self._refused(call.name, refusal.reason, str(refusal))

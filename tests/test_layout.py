@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("cpl", "choreo", "runtime")
+PACKAGES = ("cpl", "choreo", "runtime", "causal_guards")
 CPL_SUBPACKAGES = ("lang", "trace", "monitor", "semantics", "view", "anomalies", "live")
 
 
@@ -64,7 +64,25 @@ GRAPH = {name: imports(name) for name in MODULES}
 def test_the_packages_import_one_way():
     wrong = [(a, b) for a, targets in GRAPH.items() for b in targets
              if (a.startswith("cpl") and not b.startswith("cpl"))
-             or (a.startswith("choreo") and b.startswith("runtime"))]
+             or (a.startswith("choreo") and b.startswith(("runtime", "causal_guards")))
+             or (a.startswith("runtime") and b.startswith("causal_guards"))
+             or (a.startswith("causal_guards") and b.startswith(("choreo", "runtime")))]
+    assert wrong == []
+
+
+FRAMEWORKS = ("langgraph", "langchain_core", "agents", "mcp", "starlette", "uvicorn", "httpx")
+
+
+def test_only_the_adapters_import_a_framework():
+    """cpl, choreo and runtime run without any framework installed (they are extras)."""
+    wrong = []
+    for name, path in MODULES.items():
+        if name.startswith("causal_guards"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            found = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            wrong += [(name, f) for f in found if f.split(".")[0] in FRAMEWORKS]
     assert wrong == []
 
 

@@ -17,7 +17,7 @@ import threading
 from ..monitor import Metadata, Monitor
 from .errors import LiveError, NotOwner, TokenRefused, UnknownLifeline
 from .log import AgentLog
-from .token import MAX_TOKEN, VERSION, Token, read, sign
+from .token import MAX_TOKEN, VERSION, Token, sign
 
 REPLAY_WINDOW = 4096  # messages per sender remembered above the highest contiguous one
 
@@ -75,7 +75,7 @@ class Agent:
         """The receive of the message ``token`` came with, setting ``updates``; its id.
         ``TokenRefused`` (nothing taken) if the token may not be received here."""
         self.system.check_updates(updates)
-        token = read(token, self.system)
+        token = self.system.read(token)
         if token.receiver != self.lifeline:
             raise TokenRefused("misaddressed", f"sent to {token.receiver!r:.60}, not to "
                                f"{self.lifeline!r}")

@@ -21,7 +21,8 @@ import time
 import attrs
 
 from ..errors import TraceError
-from ..trace import encode_json
+from ..trace import encode_json, unwritable
+from .errors import LiveError
 
 FORMAT = "cpl-live/1"
 MAX_HEADER = 64 * 2**20  # bytes: lifelines, variables and starting values, never more
@@ -39,15 +40,25 @@ class AgentLog:
 
     @classmethod
     def open(cls, where: str, system, lifeline: str, fsync: bool = False) -> "AgentLog":
-        """The log at ``where``: a file, or ``<where>/<lifeline>.jsonl`` for a folder (by
-        position, ``<where>/lifeline-<k>.jsonl``, when the name is no plain file name)."""
+        """The log at ``where``: a ``.jsonl`` file, or else a folder (made if need be) for
+        ``<where>/<lifeline>.jsonl`` (by position, ``<where>/lifeline-<k>.jsonl``, when the
+        name is no plain file name): a folder named like a file would have every agent of
+        a process truncate one log."""
         where = os.fspath(where)
-        if os.path.isdir(where) or where.endswith(os.sep):
-            os.makedirs(where, exist_ok=True)
-            name = lifeline if _SAFE_NAME.fullmatch(lifeline) else \
-                f"lifeline-{system.lifelines.index(lifeline)}"
-            where = os.path.join(where, f"{name}.jsonl")
-        descriptor = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        try:
+            if not where.lower().endswith(".jsonl"):
+                os.makedirs(where, exist_ok=True)
+                name = lifeline if _SAFE_NAME.fullmatch(lifeline) else \
+                    f"lifeline-{system.lifelines.index(lifeline)}"
+                where = os.path.join(where, f"{name}.jsonl")
+            descriptor = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
+                                 0o644)
+        except OSError as error:
+            raise LiveError(f"cannot write {lifeline}'s log at {where}: "
+                            f"{unwritable(where, error)}") from None
+        except ValueError:  # a NUL in the path
+            raise LiveError(f"cannot write {lifeline}'s log at {where!r}: the path holds a "
+                            f"NUL character") from None
         log = cls(where, descriptor, fsync)
         log._line({"format": FORMAT, "lifeline": lifeline, "system": system.fingerprint,
                    "lifelines": list(system.lifelines), "vars": sorted(system.variables),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from typing import Iterable, Mapping
 
 from ..errors import GuardError
@@ -71,6 +72,8 @@ class System:
                        for label, (owner, guard) in sorted(self.guards.items())]},
             ensure_ascii=True).encode()).hexdigest()[:16]
         self.signature = bytes.fromhex(self.fingerprint)  # what a token carries of it
+        self.read_lately: dict = {}  # id -> Token read and checked lately (token.read)
+        self._reading = threading.Lock()
 
     @classmethod
     def from_schema(cls, schema, guards: Mapping[str, tuple[str, str]], **options) -> "System":
@@ -83,6 +86,15 @@ class System:
                             "the variables they set are fixed up front")
         return cls(schema.lifelines, guards, sorted(schema.variables), symbols=schema.symbols,
                    predicates=schema.predicates, **options)
+
+    def read(self, token) -> "Token":
+        """The ``Token`` that ``token`` (its text, bytes or itself) is, checked as ``receive``
+        checks it before the agent's own replay and clock checks: who sent it, to whom, its
+        label.  ``TokenRefused`` if it is not this system's.  A receive right after takes the
+        result without checking it twice."""
+        from .token import read
+        with self._reading:
+            return read(token, self)
 
     @property
     def labels(self) -> tuple[str, ...]:

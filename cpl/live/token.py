@@ -38,6 +38,7 @@ PREFIX = "cpl1."
 MAX_TOKEN = 12 * 1024  # bytes of the binary form
 MAX_TOKEN_TEXT = len(PREFIX) + (MAX_TOKEN * 4 + 2) // 3  # fits any HTTP server's header limit
 _FIELDS = 8
+READ_LATELY = 64  # tokens a system remembers having read and checked, for the receive after
 _SIGNATURE = 16
 _BEYOND = 2**64  # no msgpack integer (a decoded token's clock or seq) reaches it
 
@@ -94,6 +95,8 @@ def read(token, system) -> Token:
     """The ``Token`` that ``token`` (a ``Token``, its text or its bytes) is, checked against
     ``system``: anything else is ``TokenRefused``."""
     if isinstance(token, Token):  # made or built in this process: checked as a decoded one
+        if system.read_lately.get(id(token)) is token:
+            return token  # this system read it just now (an adapter that replies to its sender)
         _check_system(token.system, system)
         _check_built(token, system)
         if system.secret is None:
@@ -106,7 +109,12 @@ def read(token, system) -> Token:
     else:
         raise TokenRefused("malformed", f"a token is a Token, its text or its bytes, not "
                            f"{type(token).__name__}")
-    return _decode(data, system)
+    token = _decode(data, system)
+    remembered = system.read_lately
+    remembered[id(token)] = token  # kept, so the id names this token while it is there
+    if len(remembered) > READ_LATELY:
+        del remembered[next(iter(remembered))]
+    return token
 
 
 def _from_text(text: str) -> bytes:

@@ -113,7 +113,8 @@ def run(guards: GraphGuards | None) -> Disk:
     state = build(disk, guards).invoke({"messages": [("user", f"save {TEXT!r} in {PATH}")]})
     for message in state["messages"]:
         if isinstance(message, ToolMessage):
-            print(f"  {message.name}: {message.content}".replace("\n", "\n    "))
+            text = f"  {message.name}: {message.content}".replace("\n", "\n    ")
+            print("\n".join(line.rstrip() for line in text.splitlines()))
     print(f"  effects landed: {', '.join(disk.effects)}; {PATH} = {disk.files.get(PATH)!r}")
     return disk
 
