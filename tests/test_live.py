@@ -185,3 +185,27 @@ def test_a_runs_parts_folder_is_merged_alone(tmp_path):
     (tmp_path / "t.jsonl.parts" / "run.json").write_text("{}")
     mixed = cpl("merge", "t.jsonl.parts", "logs", "-o", "t.jsonl", cwd=tmp_path)
     assert mixed.returncode == 2 and "merge it alone" in mixed.stderr
+
+
+def test_a_lifeline_exporting_more_than_64_subformulas_still_sends():
+    """A view is a bitmask of the subformulas a lifeline ships: past 64 of them it does not
+    fit msgpack's integers (the send raised TypeError, in cpl run's wire too)."""
+    from cpl.monitor import Metadata, MetadataError
+    guard = " || ".join(f"@B(x == {i})" for i in range(70))
+    s = System(["A", "B"], {"g": ("A", guard)}, ["x"])
+    b, a = s.agent("B"), s.agent("A")
+    b.act(x=69)
+    a.receive(b.send("A").text)
+    assert a.decide("g") is True
+    wide = Metadata((1,), (1 << 69,), ((),))
+    assert Metadata.decode(wide.encode()) == wide
+    with pytest.raises(MetadataError):  # a hostile "wide view" of megabytes
+        Metadata.decode(b"\x93\x91\x01\x91\xc9\x00\x02\x00\x00\x02" + b"\xff" * 0x20000
+                        + b"\x91\x90")
+
+
+def test_an_explanation_is_headed_by_the_latest_event_not_the_guard():
+    s = system()
+    committer = s.agent("Committer")
+    committer.act("looked", candidate="c1")
+    assert committer.explain("merge").to_text().startswith("Committer.1 on Committer (act looked)")

@@ -33,7 +33,7 @@ class Agent:
         self.monitor = Monitor(system.program, lifeline, system.init.get(lifeline, {}))
         self.taken = 0  # events so far: the next is f"{lifeline}.{taken + 1}"
         self.sent = 0  # messages so far: the next is f"{lifeline}:{sent + 1}"
-        self.last = "nothing"  # the kind of the latest event, for explanations
+        self.last: tuple = ("nothing", None)  # the latest event's kind and label, to explain
         self.seen = {name: 0 for name in system.program.carried}  # frontier: B -> B-events seen
         self._received: dict[str, tuple[int, set]] = {}  # sender -> (floor, seqs above it)
         self._lock = threading.Lock()
@@ -111,7 +111,7 @@ class Agent:
         from .explain import explain_now
         guard = self._owned(label)
         with self._lock:
-            return explain_now(self, label, guard)
+            return explain_now(self, guard)
 
     # ------------------------------------------------------------------ the rest
 
@@ -140,7 +140,7 @@ class Agent:
     def _took(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
               outcome=None) -> str:
         self.taken += 1
-        self.last = kind
+        self.last = (kind, label)
         if self.lifeline in self.seen:
             self.seen[self.lifeline] = self.taken
         ident = f"{self.lifeline}.{self.taken}"

@@ -17,8 +17,8 @@ from ..semantics import Explanation, Step, Term
 MAX_STEPS = 400  # as cpl explain: later steps are cut with a note
 
 
-def explain_now(agent, label: str, guard) -> Explanation:
-    """The guard ``label`` (``guard``, a ``CheckedGuard``) at ``agent``'s latest event."""
+def explain_now(agent, guard) -> Explanation:
+    """The guard (a ``CheckedGuard``) at ``agent``'s latest event, headed by that event."""
     me = agent.lifeline
     here = f"{me}.{agent.taken}" if agent.taken else "(no event yet)"
     steps = _Steps(agent, here)
@@ -26,7 +26,7 @@ def explain_now(agent, label: str, guard) -> Explanation:
     frontier = {name: (f"{name}.{count}" if count else None)
                 for name, count in agent.seen.items()}
     frontier.setdefault(me, here if agent.taken else None)
-    return Explanation(here, me, agent.last, label, guard.canonical, step.value, None,
+    return Explanation(here, me, *agent.last, guard.canonical, step.value, None,
                        frontier, step)
 
 

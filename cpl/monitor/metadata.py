@@ -18,6 +18,8 @@ import msgpack
 from ..lang import UNSET
 
 _UNSET_CODE = 1  # msgpack extension type for UNSET
+_WIDE_CODE = 2  # msgpack extension type for a view bitmask past 64 bits (big-endian bytes)
+_WIDEST = 1 << 16  # bytes of such a bitmask: far more subformulas than any guard exports
 
 
 class MetadataError(ValueError):
@@ -85,10 +87,15 @@ def _check_shape(views, variables, shape: Shape) -> None:
 def _encode_unset(value):
     if value is UNSET:
         return msgpack.ExtType(_UNSET_CODE, b"")
+    if type(value) is int and value > 0:  # a view of a lifeline exporting over 64 subformulas
+        return msgpack.ExtType(_WIDE_CODE, value.to_bytes((value.bit_length() + 7) // 8, "big"))
     raise TypeError(f"cannot encode {type(value).__name__} in metadata")
 
 
 def _decode_unset(code, data):
     if code == _UNSET_CODE:
         return UNSET
-    raise MetadataError(f"unknown msgpack extension type {code} in metadata")
+    if code == _WIDE_CODE and len(data) <= _WIDEST:
+        return int.from_bytes(data, "big")
+    raise MetadataError(f"unknown msgpack extension type {code} in metadata, or a view wider "
+                        f"than {_WIDEST * 8:,} bits")
