@@ -33,7 +33,7 @@ from cpl.lang import check
 from cpl.live import AgentLogs, System
 from cpl.monitor import decisions, evaluate_trace
 from cpl.semantics import Evaluator
-from cpl.trace import TraceWriter, load_trace, merge_logs, read_log
+from cpl.trace import TraceWriter, load_trace, merge_logs
 from cpl import to_text
 from strategies import formulas
 
@@ -111,7 +111,7 @@ def merged(folder: str, path: str):
     logs = AgentLogs.collect([folder])
     header = logs.trace_header
     with TraceWriter.open(path, header["lifelines"], header["init"], header["vars"]) as writer:
-        placed = merge_logs(logs.events(read_log), logs.lifelines, writer.write)
+        placed = merge_logs(logs.events(), logs.lifelines, writer.write)
         writer.close({**logs.meta(), **placed})
     return load_trace(path)
 

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 import threading
 
+import attrs
+
 from ..monitor import Metadata, Monitor
 from .errors import LiveError, NotOwner, TokenRefused, UnknownLifeline
 from .log import AgentLog
-from .token import MAX_TOKEN, VERSION, Token, sign
+from .token import MAX_TOKEN, Token, sign
 
 REPLAY_WINDOW = 4096  # messages per sender remembered above the highest contiguous one
 
@@ -26,7 +28,7 @@ class Agent:
     """Made by ``System.agent(name)``; a context manager that closes its log."""
 
     def __init__(self, system, lifeline: str, *, log: str | None = None, fsync: bool = False):
-        if not isinstance(lifeline, str) or lifeline not in system.program._positions:
+        if not system.has(lifeline):
             raise UnknownLifeline(lifeline, system.lifelines)
         self.system = system
         self.lifeline = lifeline
@@ -52,7 +54,7 @@ class Agent:
 
     def send(self, to: str, label: str | None = None, /) -> Token:
         """A send to ``to``: the token to pass on with the message."""
-        if not isinstance(to, str) or to not in self.system.program._positions:
+        if not self.system.has(to):
             raise UnknownLifeline(to, self.system.lifelines)
         if to == self.lifeline:
             raise LiveError(f"{self.lifeline} cannot send to itself: a message goes between "
@@ -63,12 +65,10 @@ class Agent:
                 self._check_size(to)
             metadata = self.monitor.send()
             self.sent += 1
-            system, seq = self.system, self.sent
-            token = Token(system.signature, self.lifeline, to, seq, label, metadata, b"" if
-                          system.secret is None else sign([VERSION, system.signature,
-                                                           self.lifeline, to, seq, label,
-                                                           metadata.encode()], system.secret))
-            self._took("send", to=to, msg=f"{self.lifeline}:{seq}", label=label or None)
+            token = Token(self.system.signature, self.lifeline, to, self.sent, label, metadata)
+            if self.system.secret is not None:
+                token = attrs.evolve(token, signature=sign(token.fields(), self.system.secret))
+            self._took("send", to=to, msg=token.msg, label=label or None)
             return token
 
     def receive(self, token, /, **updates) -> str:
@@ -79,7 +79,7 @@ class Agent:
         if token.receiver != self.lifeline:
             raise TokenRefused("misaddressed", f"sent to {token.receiver!r:.60}, not to "
                                f"{self.lifeline!r}")
-        if token.sender not in self.system.program._positions or token.sender == self.lifeline:
+        if not self.system.has(token.sender) or token.sender == self.lifeline:
             raise TokenRefused("malformed", f"from {token.sender!r:.60}, which is not another "
                                f"lifeline of this system")
         with self._lock:

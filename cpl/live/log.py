@@ -21,7 +21,7 @@ import time
 import attrs
 
 from ..errors import TraceError
-from ..trace import encode_json, unwritable
+from ..trace import encode_json, read_log, unwritable
 from .errors import LiveError
 
 FORMAT = "cpl-live/1"
@@ -188,8 +188,8 @@ class AgentLogs:
         return {"lifelines": list(first.lifelines), "init": first.init or None,
                 "vars": list(first.vars)}
 
-    def events(self, read_log) -> dict:
-        """Lifeline -> its events, read with ``read_log(path, lifeline, start)``."""
+    def events(self) -> dict:
+        """Lifeline -> its events (lazy: each log is read as the merge takes its events)."""
         return {h.lifeline: read_log(h.path, h.lifeline, h.start) for h in self.headers}
 
     def meta(self) -> dict:

@@ -37,6 +37,7 @@ class System:
                  secret: bytes | None = None, symbols: Iterable[str] | None = None,
                  predicates: Registry = DEFAULT):
         self.lifelines = _names(lifelines, "lifeline")
+        self._members = frozenset(self.lifelines)
         self.variables = frozenset(_names(variables, "variable", empty=True))
         self.init = _init(init, self.lifelines, self.variables)
         if secret is not None and not (isinstance(secret, bytes) and len(secret) >= 16):
@@ -99,6 +100,10 @@ class System:
     @property
     def labels(self) -> tuple[str, ...]:
         return tuple(self.guards)
+
+    def has(self, lifeline) -> bool:
+        """Whether ``lifeline`` is one of this system's (anything unhashable is not)."""
+        return isinstance(lifeline, str) and lifeline in self._members
 
     def owner(self, label: str) -> str:
         return self.guard(label)[0]

@@ -72,13 +72,14 @@ class Token:
 
     @functools.cached_property
     def _encoded(self) -> bytes:
-        return msgpack.packb(self._fields() + [self.signature], use_bin_type=True)
+        return msgpack.packb(self.fields() + [self.signature], use_bin_type=True)
 
     @functools.cached_property
     def _text(self) -> str:
         return PREFIX + base64.urlsafe_b64encode(self._encoded).rstrip(b"=").decode("ascii")
 
-    def _fields(self) -> list:
+    def fields(self) -> list:
+        """Every field but the signature, as the binary form lists them: what is signed."""
         return [VERSION, self.system, self.sender, self.receiver, self.seq, self.label,
                 self.metadata.encode()]
 

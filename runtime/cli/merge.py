@@ -16,6 +16,8 @@ import re
 import sys
 import tempfile
 
+import attrs
+
 from cpl.errors import TraceError
 
 from .arguments import TRACE_FILES, add_command
@@ -31,8 +33,9 @@ def cmd_merge(args) -> int:
     source = _source(args.parts)
     if source is None:
         return EXIT_FAILED
-    header, lifelines, logs, ended, what, parts = source
-    _may_replace(args.output, what if parts else None, args.force)
+    header, what = source.header, source.what
+    lifelines = tuple(header["lifelines"])
+    _may_replace(args.output, what if source.is_parts else None, args.force)
     temporary = _beside(args.output)
     try:
         try:
@@ -42,8 +45,8 @@ def cmd_merge(args) -> int:
         except ValueError as error:
             raise TraceError(f"{what}: its header cannot be written: {error}") from None
         with writer:
-            placed = merge_logs(logs(), lifelines, writer.write)
-            writer.close({**ended, **placed})
+            placed = merge_logs(source.logs, lifelines, writer.write)
+            writer.close({**source.meta, **placed})
         try:
             trace = open_trace(temporary, lambda _: None)
             count = len(trace.events) if isinstance(trace, Trace) \
@@ -62,14 +65,26 @@ def cmd_merge(args) -> int:
     transit = len(placed["in_transit"])
     print(f"{args.output}: {_counted(count, 'event')} of {_counted(len(lifelines), 'lifeline')}"
           f", {_counted(transit, 'message')} in transit, {placed['unplaced']:,} unplaced"
-          + (f"; {what} may be deleted" if parts else ""))
+          + (f"; {what} may be deleted" if source.is_parts else ""))
     return EXIT_OK
 
 
-def _source(paths: list[str]):
-    """What to merge: a run's parts folder (alone), or agents' logs (``cpl.live``):
-    ``(header, lifelines, logs, meta, what, is_parts)``, or ``None`` once the error is
-    said."""
+@attrs.frozen
+class _Source:
+    """What one merge reads: the trace's ``header`` fields, each lifeline's events (lazy
+    iterators: a log is opened when the merge first reads it), the ``meta`` saying how the
+    logs ended, and ``what`` they are, as messages name them."""
+
+    header: dict
+    logs: dict
+    meta: dict
+    what: str
+    is_parts: bool  # a run's parts folder (else agents' logs)
+
+
+def _source(paths: list[str]) -> _Source | None:
+    """What to merge: a run's parts folder (alone), or agents' logs (``cpl.live``); or
+    ``None`` once the error is said."""
     from choreo.status import VANISHED
     from cpl.live import AgentLogs
     from cpl.trace import read_log
@@ -88,17 +103,16 @@ def _source(paths: list[str]):
         ended = parts.end or {**parts.meta, "status": VANISHED, "error": (
             "the supervisor vanished before the run ended: cpl merge rebuilt the trace "
             "from the lifelines' logs")}
-        return (parts.header, parts.lifelines,
-                lambda: {name: read_log(log, name) for name, log in parts.logs().items()},
-                ended, parts.folder, True)
+        return _Source(parts.header, {name: read_log(log, name)
+                                      for name, log in parts.logs().items()},
+                       ended, parts.folder, True)
     try:
         agents = AgentLogs.collect(paths)
     except TraceError as error:
         print(f"cpl merge: {error}", file=sys.stderr)
         return None
     what = paths[0] if len(paths) == 1 else f"the {len(agents.headers)} logs"
-    return (agents.trace_header, agents.lifelines, lambda: agents.events(read_log),
-            agents.meta(), what, False)
+    return _Source(agents.trace_header, agents.events(), agents.meta(), what, False)
 
 
 def _may_replace(output: str, folder: str | None, force: bool) -> None:
