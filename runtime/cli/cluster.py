@@ -24,7 +24,9 @@ import json
 import logging
 import math
 import os
+import shutil
 import socket
+import tempfile
 
 from ..ray_launcher import TOKEN, Place, node_of
 from .usage import UsageError
@@ -35,8 +37,11 @@ _CURRENT = "/tmp/ray/ray_current_cluster"  # where a Ray started on this machine
 
 
 def ray_installed() -> bool:
-    import importlib.util
-    return importlib.util.find_spec("ray") is not None
+    try:
+        import ray  # noqa: F401 - the run needs it next anyway
+    except ImportError:
+        return False
+    return True
 
 
 @contextlib.contextmanager
@@ -51,22 +56,27 @@ def ray_session(address: str):
         # must stay there (nothing of the run leaves 127.0.0.1).
         ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
     quiet = {"logging_level": logging.ERROR, "log_to_driver": True}
-    try:
-        if target is None:
-            ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
-                     **quiet)
-        else:
-            ray.init(address=target, **quiet)
-    except Exception as error:  # noqa: BLE001 - Ray raises many kinds for one cause
-        with contextlib.suppress(Exception):
+    folder = tempfile.mkdtemp(prefix="cpl-ray-") if target is None else None  # its session:
+    try:  # logs, sockets; gone with the run, and no /tmp/ray/ray_current_cluster left behind
+        try:
+            if target is None:
+                ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
+                         _temp_dir=folder, **quiet)
+            else:
+                ray.init(address=target, **quiet)
+        except Exception as error:  # noqa: BLE001 - Ray raises many kinds for one cause
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            said = str(error).strip().splitlines()
+            raise UsageError(f"--ray-address {address}: cannot start or join Ray: "
+                             f"{said[0][:300] if said else type(error).__name__}") from None
+        try:
+            yield ray.util.get_node_ip_address()
+        finally:
             ray.shutdown()
-        said = str(error).strip().splitlines()
-        raise UsageError(f"--ray-address {address}: cannot start or join Ray: "
-                         f"{said[0][:300] if said else type(error).__name__}") from None
-    try:
-        yield ray.util.get_node_ip_address()
     finally:
-        ray.shutdown()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _target(address: str) -> str | None:
