@@ -30,7 +30,7 @@ from .launchers import Launcher, Unlaunched
 
 TOKEN = 0.001  # of a custom resource a lifeline placed by name takes: many share a node
 NAMESPACE = "cpl"  # the actors' Ray namespace; each is named cpl.RUN.LIFELINE (ray list actors)
-_WAY = re.compile(r"^(?:The actor (?:is dead|died) because )(.+?)(?:\.|$)", re.M)
+_WAY = re.compile(r"^The actor (?:is dead|died) because (.+?)(?:\.(?:\s|$)|$)", re.M)
 
 
 class CplLifeline:

@@ -33,6 +33,7 @@ from .usage import UsageError
 
 MISSING = "--launcher ray needs Ray: pip install 'causal-guards[ray]'"
 _LONGEST = 2**20  # characters of a --place file
+RUN_FOLDER = "cpl-rayrun-"  # the prefix of a Ray session folder of ours
 _CURRENT = "/tmp/ray/ray_current_cluster"  # where a Ray started on this machine says it is
 
 
@@ -56,8 +57,8 @@ def ray_session(address: str):
         # must stay there (nothing of the run leaves 127.0.0.1).
         ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
     quiet = {"logging_level": logging.ERROR, "log_to_driver": True}
-    folder = tempfile.mkdtemp(prefix="cpl-ray-") if target is None else None  # its session:
-    try:  # logs, sockets; gone with the run, and no /tmp/ray/ray_current_cluster left behind
+    folder = _session_folder() if target is None else None  # its session: logs, sockets;
+    try:  # gone with the run, and no /tmp/ray/ray_current_cluster left behind
         try:
             if target is None:
                 ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
@@ -77,6 +78,13 @@ def ray_session(address: str):
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def _session_folder() -> str:
+    """A new folder for a Ray started here: in the temp folder if its path is short enough
+    for Ray's sockets (AF_UNIX paths hold 107 bytes; Ray adds some 70), else in /tmp."""
+    base = tempfile.gettempdir()
+    return tempfile.mkdtemp(prefix=RUN_FOLDER, dir=base if len(base) <= 20 else "/tmp")
 
 
 def _target(address: str) -> str | None:
