@@ -70,6 +70,8 @@ class RayActors(Launcher):
     """Every lifeline of the run as an actor of the Ray cluster the driver is connected
     to (:mod:`runtime.ray_session`), placed by Ray's scheduler or by ``places``."""
 
+    actor = CplLifeline  # the class each actor is made of (a bench's may record more)
+
     def __init__(self, lifelines, places: dict[str, Place] | None = None,
                  patience: float = HELLO_TIMEOUT):
         self.lifelines = tuple(lifelines)
@@ -92,7 +94,7 @@ class RayActors(Launcher):
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         remote = ray.remote(num_cpus=0, max_concurrency=2, max_restarts=0,
-                            max_task_retries=0)(CplLifeline)
+                            max_task_retries=0)(self.actor)
         asked, run = {}, secrets.token_hex(4)
         for name in self.lifelines:
             place = self.places_.get(name, Place())

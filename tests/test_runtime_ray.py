@@ -238,10 +238,13 @@ def test_a_lifeline_no_node_can_take_is_not_joined(ray_cluster, tmp_path):
 ])
 def test_a_place_the_cluster_cannot_honour_is_a_usage_error(ray_cluster, tmp_path, entry, said):
     place = write(tmp_path, "place.json", entry)
-    result = subprocess.run([*CPL, *on_ray(ray_cluster, "--place", place)], capture_output=True,
-                            text=True, timeout=60, env=tagged_env(uuid.uuid4().hex))
+    trace = tmp_path / "t.jsonl"
+    result = subprocess.run([*CPL, *on_ray(ray_cluster, "--place", place, "--trace", str(trace))],
+                            capture_output=True, text=True, timeout=60,
+                            env=tagged_env(uuid.uuid4().hex))
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert f"--place: {place}: entry 'Security': {said}" in result.stderr
+    assert not trace.exists()  # a usage error, found before the run: no run, no trace
     ray_cluster.none_left()
 
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import json
 import logging
 import math
 import os
@@ -29,10 +28,9 @@ import socket
 import tempfile
 
 from ..ray_launcher import TOKEN, Place, node_of
-from .usage import UsageError
+from .usage import UsageError, option_json
 
 MISSING = "--launcher ray needs Ray: pip install 'causal-guards[ray]'"
-_LONGEST = 2**20  # characters of a --place file
 RUN_FOLDER = "cpl-rayrun-"  # the prefix of a Ray session folder of ours
 _CURRENT = "/tmp/ray/ray_current_cluster"  # where a Ray started on this machine says it is
 
@@ -117,18 +115,7 @@ def _loopback(host: str) -> bool:
 
 def read_place(path: str, lifelines) -> dict[str, Place]:
     """``--place FILE``: lifeline -> :class:`Place`, every entry checked."""
-    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO waits, /dev/zero never ends
-        raise UsageError(f"--place: {path} is not a regular file")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read(_LONGEST + 1)
-        if len(text) > _LONGEST:
-            raise UsageError(f"--place: {path} is longer than {_LONGEST >> 20} MiB")
-        data = json.loads(text)
-    except OSError as error:
-        raise UsageError(f"--place: cannot read {path}: {error.strerror}") from None
-    except (ValueError, RecursionError) as error:
-        raise UsageError(f"--place: {path} is not JSON ({str(error)[:200]})") from None
+    data = option_json("--place", path)
     if not isinstance(data, dict):
         raise UsageError(f'--place: {path} must be {{"Lifeline": {{"resources": ["NAME"]}} '
                          f'or {{"node": "ID or ADDRESS"}}, ...}}')
