@@ -311,3 +311,22 @@ def test_a_run_that_starts_its_own_ray_leaves_nothing_behind(ray_cluster, tmp_pa
     loaded = load_trace(trace)
     assert loaded.meta["status"] == "ok" and set(loaded.meta["hosts"].values()) == {"127.0.0.1"}
     check_semantics(loaded)
+
+
+def test_an_actor_makes_its_own_key_pair_and_only_the_public_key_leaves_it(ray_cluster):
+    """The supervisor's keys for lifelines on Ray hold no secret: each public key is the one
+    its actor made (and the actor refuses a connection holding another)."""
+    from choreo import load_one
+    from choreo.plan import prepare
+    from runtime.ray_launcher import RayActors
+    from runtime.supervisor import Supervisor
+    plan = prepare(load_one(CODE_REVIEW))
+    launcher = RayActors(plan.lifelines)
+    supervisor = Supervisor(plan, CODE_REVIEW, None, plan.inputs([]), 0, launchers=[launcher])
+    with launcher:
+        keys = supervisor._keys()
+        for name in plan.lifelines:
+            assert keys[name].secret == "" and keys[name].public == launcher.found[name][0]
+            assert keys[name].lifelines == {n: launcher.found[n][0] for n in plan.lifelines}
+        assert keys[""].secret and keys[""].public not in keys[""].lifelines.values()
+    ray_cluster.none_left()
