@@ -68,7 +68,7 @@ class Place:
 
 class RayActors(Launcher):
     """Every lifeline of the run as an actor of the Ray cluster the driver is connected
-    to (:mod:`runtime.ray_session`), placed by Ray's scheduler or by ``places``."""
+    to (:mod:`runtime.cli.cluster`), placed by Ray's scheduler or by ``places``."""
 
     actor = CplLifeline  # the class each actor is made of (a bench's may record more)
 
@@ -89,7 +89,7 @@ class RayActors(Launcher):
     def _spawn(self) -> dict[str, tuple]:
         """Start every actor (once) and wait, at most ``patience`` seconds, for each to say
         where it runs; :class:`Unlaunched` if one died first or was not placed in time."""
-        if self.found:
+        if self.actors:  # asked already (a second call after Unlaunched finds no more)
             return self.found
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
