@@ -210,10 +210,14 @@ def decode(frame: bytes, takes: tuple[type, ...]):
         return Refused("layout", f"{kind.kind} with {len(fields) - 1} fields")
 
 
-def send(socket, message, route: bytes | None = None) -> None:
+def send(socket, message, route: bytes | None = None, *, patience: float = 0.0) -> None:
     """Send without waiting: on a ROUTER to ``route``.  A message that cannot leave now is
-    dropped: the peer is slow or gone, and the next report or beat says it again."""
+    dropped: the peer is slow or gone, and the next report or beat says it again.  With
+    ``patience``, wait that many seconds at most for room first: a log's lines are said
+    once, and a slow supervisor must not lose them."""
     frame = encode(message)
+    if patience and not socket.poll(int(patience * 1000), zmq.POLLOUT):
+        return
     try:
         if route is None:
             socket.send(frame, zmq.NOBLOCK)

@@ -101,7 +101,7 @@ class ShippedLog:
     def ship(self, control) -> None:
         self._control = control
         if self._lines:
-            send(control, Log(self._lines))
+            send(control, Log(self._lines), patience=SUPERVISOR_SILENCE)
             self._lines, self._bytes = [], 0
 
     def close(self) -> None:

@@ -43,8 +43,8 @@ from choreo.status import (DEADLOCK, DIED, FAILED, INTERRUPTED, NOT_JOINED, OK, 
                            UNRESPONSIVE, deadlocked, run_meta, timed_out)
 from cpl.errors import TraceError
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
-from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat, Hello, Log, Probe, Refused,
-                      Start, State, Stop, heard, quiet, send)
+from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE, Beat, Hello,
+                      Log, Probe, Refused, Start, State, Stop, heard, quiet, send)
 from .launchers import Launcher, LocalProcesses, Unlaunched
 from cpl.trace import merge_logs as merge, read_log
 from .parts import Parts, log_of
@@ -83,6 +83,7 @@ class Supervisor:
         self.parts = parts  # the folder for the lifelines' logs, if not a temporary one
         self.folder = ""  # the folder of the lifelines' logs, while the run goes
         self.unlogged: collections.Counter = collections.Counter()  # lost shipped lines
+        self.shipped = 0  # shipped log lines heard
 
     def _keys(self) -> dict:
         """Every lifeline's keys, and the supervisor's (``""``): a pair made here for each,
@@ -215,14 +216,25 @@ class Supervisor:
 
     def _last_words(self, control, deadline: float) -> None:
         """Until ``deadline``, or until every lifeline that said hello (the others cannot
-        hear ``stop``) has given its final report or ended."""
+        hear ``stop``) has given its final report or ended.  A lifeline that ships its log
+        is done only at its final report, which follows its last lines on the same socket
+        (its process may end, a Ray actor's call return, with lines still on the way), and
+        while its lines keep coming the deadline moves on, within ``SUPERVISOR_SILENCE``."""
+        limit = time.monotonic() + SUPERVISOR_SILENCE
         while time.monotonic() < deadline:
-            finished = {name for launcher in self.launchers for name in launcher.ended()} | \
+            ended = {name: code for launcher in self.launchers
+                     for name, code in launcher.ended().items()}
+            finished = {name for name, code in ended.items()
+                        if name not in self.shipping or code != 0} | \
                 {name for name, report in self.reports.items() if report.final}
             if finished >= set(self.endpoints):
-                return
+                break
             if control.poll(50):
+                shipped = self.shipped
                 self._hear(control, {})
+                if self.shipped != shipped:
+                    deadline = min(max(deadline, time.monotonic() + STOP_GRACE), limit)
+        self._hear(control, {})  # what came with the last report
 
     def _results(self) -> dict:
         return {name: self.reports[name].results for name in self.lifelines
@@ -259,6 +271,7 @@ class Supervisor:
     def _append(self, name: str, lines) -> None:
         """A shipped log's lines onto its file here.  Once a write fails (a full disk) the
         file ends there for the merge: later lines are only counted (``meta.unlogged``)."""
+        self.shipped += len(lines)
         if not self.unlogged[name]:
             try:
                 with open(self._log(name), "a", encoding="utf-8") as log:
