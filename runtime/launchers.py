@@ -7,11 +7,16 @@ business.  A launcher starts (or invites) the lifelines it places, hands each
 its :class:`~runtime.connection.Connection`, and reports the deaths it can
 see.  Local child processes (:class:`LocalProcesses`) and lifelines started by
 hand on other hosts (:class:`Joins`, ``cpl run --hosts``) are two launchers;
-actors on a cluster engine (Ray) would be a third, started from the same
-connections, without a change to the control protocol.
+actors on a Ray cluster (:mod:`runtime.ray_launcher`) are a third, started from
+the same connections, without a change to the control protocol.
 
 What every launcher guarantees (the supervisor relies on nothing else):
 
+* ``public_keys()``, called once before ``launch``, names the lifelines that
+  make their own CURVE key pair where they run, with their public keys: their
+  secret keys never travel, and their connections carry none (``secret`` is
+  ``""``).  The supervisor makes the others' pairs.  A launcher that cannot
+  bring its lifelines that far raises :class:`Unlaunched`.
 * ``launch(drafts)`` starts or invites each of ``lifelines`` and returns the
   connections it handed them.  It may change two fields of a draft: ``host``,
   the address the lifeline binds its inbox on, and ``log``: a path on the
@@ -24,6 +29,9 @@ What every launcher guarantees (the supervisor relies on nothing else):
   launcher can observe is reported within two heartbeats (``2 * BEAT`` of
   the supervisor) of it; one it cannot (a host it does not own) is left to the
   supervisor's heartbeat silence.
+* ``why(name)`` says how an ended lifeline ended when the launcher knows more
+  than an exit status (a Ray actor's death); ``places()`` where each lifeline
+  runs, for the trace's ``meta.nodes``.
 * ``alive(name)`` says whether the process is there, when the launcher can see
   it: a silent lifeline whose process is alive is busy or stopped
   (``unresponsive``), not dead.
@@ -52,16 +60,34 @@ from .lineage import Keeper, kill_group
 
 
 
+class Unlaunched(Exception):
+    """Lifelines a launcher could not bring up: ``late`` were not placed within ``waited``
+    seconds (the run ends ``not joined``), or ``dead`` (lifeline -> how) died first."""
+
+    def __init__(self, late=(), waited: float = 0.0, dead: dict | None = None):
+        super().__init__(late, waited, dead)
+        self.late, self.waited, self.dead = list(late), waited, dict(dead or {})
+
+
 class Launcher:
     """Starts the lifelines it places somewhere; see the module for what it guarantees."""
 
     lifelines: tuple[str, ...] = ()
     patience: float = HELLO_TIMEOUT
 
+    def public_keys(self) -> dict[str, str]:
+        return {}
+
     def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
         raise NotImplementedError
 
     def ended(self) -> dict[str, int | None]:
+        return {}
+
+    def why(self, name: str) -> str | None:
+        return None
+
+    def places(self) -> dict[str, dict]:
         return {}
 
     def alive(self, name: str) -> bool | None:

@@ -154,9 +154,11 @@ class LifelineProcess:
             made.linger = 0
             sockets.append(made)
             return made
-        signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
-        signal.signal(signal.SIGINT, _interrupted)  # a KeyboardInterrupt of an action's own
-        # is then its failure (choreo.actions.own), not a stop
+        if threading.current_thread() is threading.main_thread():  # not in a Ray actor's
+            # thread, where the worker process is Ray's and handlers cannot be set
+            signal.signal(signal.SIGTERM, lambda *_: setattr(self, "stopping", True))
+            signal.signal(signal.SIGINT, _interrupted)  # a KeyboardInterrupt of an action's
+            # own is then its failure (choreo.actions.own), not a stop
         try:
             inbox = socket(zmq.PULL)
             secure_server(inbox, keys)

@@ -45,7 +45,7 @@ from cpl.errors import TraceError
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, Beat, Hello, Log, Probe, Refused,
                       Start, State, Stop, heard, quiet, send)
-from .launchers import Launcher, LocalProcesses
+from .launchers import Launcher, LocalProcesses, Unlaunched
 from cpl.trace import merge_logs as merge, read_log
 from .parts import Parts, log_of
 
@@ -65,7 +65,8 @@ class Supervisor:
         placed = [name for launcher in self.launchers for name in launcher.lifelines]
         if sorted(placed) != sorted(self.lifelines):
             raise ValueError(f"the launchers place {placed}: not every lifeline once")
-        self.keys = self._keys() if secure else None
+        self.secure = secure
+        self.keys: dict | None = None  # made in the run's scope: a launcher may make some
         self.fingerprint = fingerprint(plan.choreography, inputs, seed)
         self.reports: dict[str, State] = {}
         self.beats: dict[str, float] = {}
@@ -84,18 +85,26 @@ class Supervisor:
         self.unlogged: collections.Counter = collections.Counter()  # lost shipped lines
 
     def _keys(self) -> dict:
-        pairs = {name: Keys.pair() for name in (*self.lifelines, "")}  # "": the supervisor
-        public = {name: pair[0] for name, pair in pairs.items() if name}
-        return {name: Keys(pairs[name][0], pairs[name][1], pairs[""][0], public)
-                for name in pairs}
+        """Every lifeline's keys, and the supervisor's (``""``): a pair made here for each,
+        but for the lifelines whose launcher says they made their own where they run (only
+        the public key came here; their ``secret`` is ``""``)."""
+        own = {name: key for launcher in self.launchers
+               for name, key in launcher.public_keys().items()}
+        pairs = {name: Keys.pair() for name in ("", *self.lifelines) if name not in own}
+        public = {name: own[name] if name in own else pairs[name][0] for name in self.lifelines}
+        return {name: Keys(public[name] if name else pairs[""][0],
+                           pairs[name][1] if name in pairs else "", pairs[""][0], public)
+                for name in ("", *self.lifelines)}
 
     def run(self, write) -> dict:
         """Run to the end, writing each merged event with ``write``; returns the meta.
 
         Everything the run holds is in the one scope below and is released on every
-        path (an error of ours, a second Ctrl-C), in reverse order: the lifelines (ended
-        by their launchers) and the connection files, the ZAP handler, the ZeroMQ
-        context with its sockets, the SIGTERM handler, the run's temp folder.  The ``parts``
+        path (an error of ours, a second Ctrl-C), in reverse order: the ZAP handler, the
+        lifelines (ended by their launchers) and the connection files, the ZeroMQ
+        context with its sockets, the SIGTERM handler, the run's temp folder.  The keys
+        are made once the launchers are entered (a Ray actor makes its own pair), before
+        anything binds.  The ``parts``
         folder outlives the run: its caller removes it once the trace is whole."""
         began = time.monotonic()  # --timeout counts from here, the lifelines' start-up included
         with contextlib.ExitStack() as scope:
@@ -105,20 +114,24 @@ class Supervisor:
             scope.enter_context(_sigterm_as_ctrl_c())
             context = zmq.Context()
             scope.callback(context.destroy, 0)  # closes every socket left (linger 0), then terms
-            if self.keys:
-                scope.callback(authenticator(context, KeyRing(self.keys[""].lifelines)).stop)
             control = context.socket(zmq.ROUTER)
             control.linger = 0
             control.maxmsgsize = MAX_CONTROL
-            secure_server(control, self.keys[""] if self.keys else None)
-            address = f"tcp://{self.host}:{control.bind_to_random_port(f'tcp://{self.host}')}"
             try:
                 for launcher in self.launchers:
                     scope.enter_context(launcher)
-                    self._launch(launcher, address)
+                if self.secure:
+                    self.keys = self._keys()
+                    scope.callback(authenticator(context, KeyRing(self.keys[""].lifelines)).stop)
+                secure_server(control, self.keys[""] if self.keys else None)
+                port = control.bind_to_random_port(f"tcp://{self.host}")
+                for launcher in self.launchers:
+                    self._launch(launcher, f"tcp://{self.host}:{port}")
                 meta = self._watch(control, began)
             except KeyboardInterrupt:
                 meta = self._meta(INTERRUPTED, INTERRUPTED)
+            except Unlaunched as failure:
+                meta = self._unlaunched(failure)
             self._stop(control)
             meta["results"] = self._results()
             if self.unlogged:
@@ -218,7 +231,7 @@ class Supervisor:
     def _hear(self, control, endpoints: dict) -> None:
         """Take every control frame waiting now, each from the lifeline whose key signed it
         (``control.heard``); count the refused ones."""
-        for said in heard(control, self.lifelines, signed=self.keys is not None):
+        for said in heard(control, self.lifelines, signed=self.secure):
             if isinstance(said, Refused):
                 self.refused[said.reason] += 1
                 continue
@@ -268,7 +281,7 @@ class Supervisor:
             for name, code in launcher.ended().items():
                 report = self.reports.get(name)
                 if report is None or report.state != "end" or code != 0:
-                    return self._died(name, code, "its process exited")
+                    return self._died(name, code, launcher.why(name) or "its process exited")
         if self.started_at is None:
             late = [name for name in self.lifelines if name not in self.endpoints
                     and now - self.joining[name][0] > self.joining[name][1]]
@@ -328,18 +341,31 @@ class Supervisor:
         meta["unresponsive"] = {"lifeline": name, "silent": round(silent, 1)}
         return meta
 
-    def _not_joined(self, names: list[str]) -> dict:
-        waited = max(self.joining[name][1] for name in names)
-        meta = self._meta(NOT_JOINED, f"not joined: {', '.join(names)} (no hello within "
+    def _not_joined(self, names: list[str], waited: float | None = None,
+                    what: str = "no hello") -> dict:
+        if waited is None:
+            waited = max(self.joining[name][1] for name in names)
+        meta = self._meta(NOT_JOINED, f"not joined: {', '.join(names)} ({what} within "
                           f"{waited:g} s)")
         meta["not_joined"] = names
         return meta
+
+    def _unlaunched(self, failure: Unlaunched) -> dict:
+        """A launcher could not bring its lifelines up: one died first, or some were never
+        placed (a Ray actor no node can take)."""
+        for name, why in failure.dead.items():
+            return self._died(name, None, why)
+        return self._not_joined(failure.late, failure.waited, "not started")
 
     def _meta(self, status: str, error: str | None = None) -> dict:
         meta = run_meta(self.plan.name, self.seed, self.inputs, status, error, run=self.run_id,
                         processes=True, hosts={name: self.connections[name].host
                                                for name in self.lifelines
                                                if name in self.connections})
+        places = {name: where for launcher in self.launchers
+                  for name, where in launcher.places().items()}
+        if places:
+            meta["nodes"] = places
         meta["results"] = self._results()
         rejected = {name: r.rejected for name, r in self.reports.items() if r.rejected}
         if rejected:

@@ -45,14 +45,25 @@ def cmd_run(args) -> int:
     if not args.sim and args.max_steps is not None:
         raise UsageError("--max-steps counts the simulator's steps (--sim); a run over "
                          "processes stops with --timeout SECONDS")
-    if args.join_timeout is not None and not args.hosts:
+    ray = args.launcher == "ray"
+    if ray and (args.sim or args.hosts):
+        raise UsageError("--launcher ray places every lifeline on Ray; " + (
+            "--sim runs them all in this process" if args.sim else "--hosts places them by hand"))
+    if not ray and (args.place or args.ray_address):
+        raise UsageError(f"{'--place' if args.place else '--ray-address'} is for --launcher ray")
+    if args.join_timeout is not None and not (args.hosts or ray):
         raise UsageError("--join-timeout is how long to wait for the lifelines placed with "
-                         "--hosts")
+                         "--hosts or --launcher ray")
     if args.join_timeout is not None and not 0 < args.join_timeout < math.inf:
         raise UsageError(f"--join-timeout {args.join_timeout:g}: give a number of seconds > 0")
     render_format = _render_format(args.render)
     plan = prepare(load_one(args.choreo, args.name))
     inputs = plan.inputs(args.arg)
+    if ray:
+        from .cluster import MISSING, ray_installed, read_place
+        if not ray_installed():
+            raise UsageError(MISSING)
+        args.places = read_place(args.place, plan.lifelines) if args.place else {}
     trace_path = args.trace
     if args.render and not trace_path:  # the picture is drawn from a trace: keep one aside
         handle, trace_path = tempfile.mkstemp(suffix=".jsonl", prefix="cpl-run-")
@@ -114,12 +125,14 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
                       "can read its messages and steer the run", file=sys.stderr, flush=True)
             listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
                 else ("127.0.0.1", {})
-            supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
-                                    secure=not args.insecure, timeout=args.timeout,
-                                    host=listen, launchers=launchers_for(
-                                        plan.lifelines, placement, args.join_timeout),
-                                    parts=parts)
-            meta = supervisor.run(write if writer else (lambda event: None))
+            with contextlib.ExitStack() as cluster:
+                launchers = launchers_for(plan.lifelines, placement, args.join_timeout)
+                if args.launcher == "ray":
+                    listen, launchers = _on_ray(args, plan, cluster)
+                supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
+                                        secure=not args.insecure, timeout=args.timeout,
+                                        host=listen, launchers=launchers, parts=parts)
+                meta = supervisor.run(write if writer else (lambda event: None))
             results = meta.get("results", {})
         for lifeline in plan.lifelines:  # results first, then the trace
             names = plan.choreography.reported_names(lifeline, results.get(lifeline, {}))
@@ -150,6 +163,18 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     if args.render:
         code = _render_run(trace_path, args.render, render_format) or code
     return code
+
+
+def _on_ray(args, plan, cluster):
+    """The supervisor's address and the one launcher of a run on Ray, its cluster joined
+    (or started) in ``cluster``'s scope."""
+    from ..control import HELLO_TIMEOUT
+    from ..ray_launcher import RayActors
+    from .cluster import on_cluster, ray_session
+    listen = cluster.enter_context(ray_session(args.ray_address or "auto"))
+    places = on_cluster(args.place, args.places) if args.places else {}
+    patience = HELLO_TIMEOUT if args.join_timeout is None else args.join_timeout
+    return listen, [RayActors(plan.lifelines, places, patience)]
 
 
 def _unwritten(event) -> None:
@@ -268,9 +293,19 @@ def add_run_commands(commands) -> None:
     run.add_argument("--hosts", metavar="FILE",
                      help='place lifelines on other hosts: JSON {"supervisor": "HOST", '
                      '"hosts": {"HOST": ["Lifeline", ...]}}; the others run here')
+    run.add_argument("--launcher", choices=("local", "ray"), default="local",
+                     help="where the lifelines run: processes here (default), or each a Ray "
+                     "actor (pip install 'causal-guards[ray]')")
+    run.add_argument("--ray-address", metavar="auto|local|ADDRESS",
+                     help="with --launcher ray: the cluster to join (default auto: the one "
+                     "running, else start one on 127.0.0.1; local: always start one)")
+    run.add_argument("--place", metavar="FILE",
+                     help='with --launcher ray: JSON {"Lifeline": {"resources": ["NAME"]} or '
+                     '{"node": "ID or ADDRESS"}}; the others go where Ray puts them')
     run.add_argument("--join-timeout", type=float, metavar="SECONDS",
-                     help="with --hosts: how long to wait for the placed lifelines to join "
-                     "(default 300; then the run ends 'not joined')")
+                     help="with --hosts or --launcher ray: how long to wait for the placed "
+                     "lifelines to join (default 300 with --hosts, 60 on Ray; then the run "
+                     "ends 'not joined')")
     run.add_argument("--insecure", action="store_true",
                      help="no CURVE encryption or authentication between processes (debugging)")
 

@@ -1,0 +1,168 @@
+"""``cpl run --launcher ray``'s cluster: found or started, and where ``--place`` puts lifelines.
+
+``--ray-address auto`` (the default) joins the cluster ``RAY_ADDRESS`` names, else
+the one this machine's ``/tmp/ray/ray_current_cluster`` names if it still
+listens (a killed driver leaves that file behind), else starts one here;
+``local`` always starts one here; ``ADDRESS`` (``HOST:PORT``) joins that
+cluster.  A Ray started here listens on 127.0.0.1 only, and ends with the run
+(``ray.shutdown`` on every path; Ray's processes die with their driver if it is
+killed).  A cluster joined is left running; only our actors end.
+
+``--place FILE`` is JSON, one entry per lifeline placed: ``{"Lifeline":
+{"resources": ["host-b"]}}`` (a node with that custom resource; a map
+``{"host-b": 0.5}`` says how much of it), or ``{"Lifeline": {"node": "ID or
+ADDRESS"}}``.  Lifelines not in it go where Ray's scheduler puts them.  The
+file is data: every entry is checked, then checked again against the
+cluster, and a wrong one is a usage error naming the file and the entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import json
+import logging
+import math
+import os
+import socket
+
+from ..ray_launcher import TOKEN, Place, node_of
+from .usage import UsageError
+
+MISSING = "--launcher ray needs Ray: pip install 'causal-guards[ray]'"
+_LONGEST = 2**20  # characters of a --place file
+_CURRENT = "/tmp/ray/ray_current_cluster"  # where a Ray started on this machine says it is
+
+
+def ray_installed() -> bool:
+    import importlib.util
+    return importlib.util.find_spec("ray") is not None
+
+
+@contextlib.contextmanager
+def ray_session(address: str):
+    """Connected to (or running) the cluster ``address`` names for the block; yields the
+    address the supervisor listens on: the driver's node address (127.0.0.1 for a Ray
+    started here)."""
+    target = _target(address)
+    import ray
+    if target is None or _loopback(target.rsplit(":", 1)[0]):
+        # Ray "resolves" 127.0.0.1 to this machine's outward address; a cluster on loopback
+        # must stay there (nothing of the run leaves 127.0.0.1).
+        ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+    quiet = {"logging_level": logging.ERROR, "log_to_driver": True}
+    try:
+        if target is None:
+            ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
+                     **quiet)
+        else:
+            ray.init(address=target, **quiet)
+    except Exception as error:  # noqa: BLE001 - Ray raises many kinds for one cause
+        with contextlib.suppress(Exception):
+            ray.shutdown()
+        said = str(error).strip().splitlines()
+        raise UsageError(f"--ray-address {address}: cannot start or join Ray: "
+                         f"{said[0][:300] if said else type(error).__name__}") from None
+    try:
+        yield ray.util.get_node_ip_address()
+    finally:
+        ray.shutdown()
+
+
+def _target(address: str) -> str | None:
+    """The cluster to join, ``HOST:PORT``; None: start one here."""
+    if address == "local":
+        return None
+    if address != "auto":
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise UsageError(f"--ray-address {address}: give auto, local or HOST:PORT")
+        return address
+    named = os.environ.get("RAY_ADDRESS", "").strip()
+    if named and named not in ("auto", "local"):
+        return named
+    with contextlib.suppress(OSError, ValueError):
+        with open(_CURRENT, encoding="utf-8") as handle:
+            found = handle.read(300).strip()
+        host, _, port = found.rpartition(":")
+        with socket.create_connection((host, int(port)), timeout=1):
+            return found
+    return None
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return host == "localhost" or ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def read_place(path: str, lifelines) -> dict[str, Place]:
+    """``--place FILE``: lifeline -> :class:`Place`, every entry checked."""
+    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO waits, /dev/zero never ends
+        raise UsageError(f"--place: {path} is not a regular file")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(_LONGEST + 1)
+        if len(text) > _LONGEST:
+            raise UsageError(f"--place: {path} is longer than {_LONGEST >> 20} MiB")
+        data = json.loads(text)
+    except OSError as error:
+        raise UsageError(f"--place: cannot read {path}: {error.strerror}") from None
+    except (ValueError, RecursionError) as error:
+        raise UsageError(f"--place: {path} is not JSON ({str(error)[:200]})") from None
+    if not isinstance(data, dict):
+        raise UsageError(f'--place: {path} must be {{"Lifeline": {{"resources": ["NAME"]}} '
+                         f'or {{"node": "ID or ADDRESS"}}, ...}}')
+    return {name: _entry(path, name, entry, lifelines) for name, entry in data.items()}
+
+
+def _entry(path: str, name: str, entry, lifelines) -> Place:
+    where = f"--place: {path}: entry {name!r}"
+    if name not in lifelines:
+        raise UsageError(f"{where} is not a lifeline of this choreography "
+                         f"({', '.join(lifelines)})")
+    if not isinstance(entry, dict) or len(entry) != 1 or \
+            next(iter(entry)) not in ("resources", "node"):
+        raise UsageError(f'{where}: give {{"resources": ["NAME", ...]}} or '
+                         f'{{"node": "ID or ADDRESS"}}')
+    if "node" in entry:
+        node = entry["node"]
+        if not isinstance(node, str) or not 0 < len(node) <= 200 or not node.isprintable():
+            raise UsageError(f"{where}: the node is a node id or address (text)")
+        return Place(node=node)
+    resources = entry["resources"]
+    if isinstance(resources, list):
+        resources = {item: TOKEN for item in resources} \
+            if all(isinstance(item, str) for item in resources) else None
+    if not isinstance(resources, dict) or not resources:
+        raise UsageError(f"{where}: the resources are a list of names or a map of names to "
+                         f"amounts")
+    for resource, amount in resources.items():
+        if not resource or not resource.isprintable() or len(resource) > 200:
+            raise UsageError(f"{where}: {resource!r} is no resource name")
+        if isinstance(amount, bool) or not isinstance(amount, (int, float)) or \
+                not 0 < amount < math.inf:
+            raise UsageError(f"{where}: the amount of {resource!r} must be a number > 0")
+    return Place(resources=dict(resources))
+
+
+def on_cluster(path: str, places: dict[str, Place]) -> dict[str, Place]:
+    """The places checked against the cluster now: every resource some node has, every node
+    alive and named once (an address becomes that node's id)."""
+    import ray
+    totals, nodes = ray.cluster_resources(), ray.nodes()
+    checked = {}
+    for name, place in places.items():
+        where = f"--place: {path}: entry {name!r}"
+        for resource in place.resources or {}:
+            if resource not in totals:
+                raise UsageError(f"{where}: no node of the cluster has the resource "
+                                 f"{resource!r}")
+        if place.node is not None:
+            try:
+                place = Place(node=node_of(place, nodes))
+            except ValueError as error:
+                raise UsageError(f"{where}: {error}") from None
+        checked[name] = place
+    return checked
