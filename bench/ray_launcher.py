@@ -43,7 +43,9 @@ restarts idle workers after a run's actors are gone), at most
 cluster, interleaved with the runs): ``import ray``; ``ray.init(address)``;
 N actors of an empty class created and answering; N actors that import a
 lifeline's modules and ``prepare`` the choreography, as a lifeline does,
-each timing its own imports and prepare inside the worker; ``ray.shutdown()``.
+each timing its own imports and prepare inside the worker; ``ray.shutdown()``;
+and the CPU seconds the cluster spent meanwhile.  The actors have the
+launcher's options (``num_cpus=0, max_concurrency=2``, no restarts).
 
 **P4** (as ``p4_throughput.py``: messages/s from A's first send to B's last
 receive, from the trace), A and B as two actors against two local processes
@@ -264,12 +266,14 @@ ray.init(address=sys.argv[1], logging_level="ERROR", log_to_driver=False)
 t2 = time.perf_counter()
 n, choreography, empty = int(sys.argv[2]), sys.argv[3], sys.argv[4] == "empty"
 
-@ray.remote(num_cpus=0)
+OPTIONS = dict(num_cpus=0, max_concurrency=2, max_restarts=0, max_task_retries=0)
+
+@ray.remote(**OPTIONS)
 class Empty:
     def ready(self, choreography):
         return 0.0, 0.0
 
-@ray.remote(num_cpus=0)
+@ray.remote(**OPTIONS)
 class Lifeline:
     def ready(self, choreography):
         start = time.perf_counter()
