@@ -17,7 +17,9 @@ dies.  ``import ray`` only here, and lazily: ray is an optional extra.
 
 from __future__ import annotations
 
+import os
 import re
+import secrets
 import time
 
 import attrs
@@ -27,7 +29,8 @@ from .control import HELLO_TIMEOUT
 from .launchers import Launcher, Unlaunched
 
 TOKEN = 0.001  # of a custom resource a lifeline placed by name takes: many share a node
-_WAY = re.compile(r"^(?:The actor (?:is dead|died) because )(.+?)(?:\.|$)", re.M)
+NAMESPACE = "cpl"  # the actors' Ray namespace; each is named cpl.RUN.LIFELINE (ray list actors)
+_WAY = re.compile(r"^The actor (?:is dead|died) because (.+?)(?:\.(?:\s|$)|$)", re.M)
 
 
 class CplLifeline:
@@ -37,11 +40,11 @@ class CplLifeline:
     def __init__(self):
         self._public, self._secret = Keys.pair()
 
-    def where(self) -> tuple[str, str, str]:
-        """The public key, this node's address (the inbox binds there) and its id."""
+    def where(self) -> tuple[str, str, str, int]:
+        """The public key, this node's address (the inbox binds there), its id, our pid."""
         import ray
         return (self._public, ray.util.get_node_ip_address(),
-                ray.get_runtime_context().get_node_id())
+                ray.get_runtime_context().get_node_id(), os.getpid())
 
     def serve(self, connection: str) -> int:
         """The lifeline loop, with the secret key that never left this process."""
@@ -65,7 +68,9 @@ class Place:
 
 class RayActors(Launcher):
     """Every lifeline of the run as an actor of the Ray cluster the driver is connected
-    to (:mod:`runtime.ray_session`), placed by Ray's scheduler or by ``places``."""
+    to (:mod:`runtime.cli.cluster`), placed by Ray's scheduler or by ``places``."""
+
+    actor = CplLifeline  # the class each actor is made of (a bench's may record more)
 
     def __init__(self, lifelines, places: dict[str, Place] | None = None,
                  patience: float = HELLO_TIMEOUT):
@@ -73,7 +78,7 @@ class RayActors(Launcher):
         self.places_ = dict(places or {})
         self.patience = patience
         self.actors: dict = {}  # lifeline -> its actor handle
-        self.found: dict[str, tuple[str, str, str]] = {}  # lifeline -> where()
+        self.found: dict[str, tuple] = {}  # lifeline -> where()
         self.serving: dict = {}  # object ref of serve() -> lifeline
         self.done: dict[str, int | None] = {}  # lifeline -> exit status (None: it died)
         self.ways: dict[str, str] = {}  # lifeline -> how it ended, when not by returning
@@ -81,19 +86,19 @@ class RayActors(Launcher):
     def public_keys(self) -> dict[str, str]:
         return {name: found[0] for name, found in self._spawn().items()}
 
-    def _spawn(self) -> dict[str, tuple[str, str, str]]:
+    def _spawn(self) -> dict[str, tuple]:
         """Start every actor (once) and wait, at most ``patience`` seconds, for each to say
         where it runs; :class:`Unlaunched` if one died first or was not placed in time."""
-        if self.found:
+        if self.actors:  # asked already (a second call after Unlaunched finds no more)
             return self.found
         import ray
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
         remote = ray.remote(num_cpus=0, max_concurrency=2, max_restarts=0,
-                            max_task_retries=0)(CplLifeline)
-        asked = {}
+                            max_task_retries=0)(self.actor)
+        asked, run = {}, secrets.token_hex(4)
         for name in self.lifelines:
             place = self.places_.get(name, Place())
-            options = {}
+            options = {"name": f"cpl.{run}.{name}", "namespace": NAMESPACE}
             if place.resources:
                 options["resources"] = dict(place.resources)
             if place.node:
@@ -123,7 +128,7 @@ class RayActors(Launcher):
         found = self._spawn()
         placed = {}
         for name, draft in drafts.items():
-            public, address, _ = found[name]
+            public, address = found[name][:2]
             keys = draft.keys and attrs.evolve(draft.keys, public=public, secret="")
             placed[name] = attrs.evolve(draft, host=address, log="", keys=keys)
             self.serving[self.actors[name].serve.remote(placed[name].to_json())] = name
@@ -148,8 +153,8 @@ class RayActors(Launcher):
         return self.ways.get(name)
 
     def places(self) -> dict[str, dict]:
-        return {name: {"node": node, "address": address}
-                for name, (_, address, node) in self.found.items()}
+        return {name: {"node": node, "address": address, "pid": pid}
+                for name, (_, address, node, pid) in self.found.items()}
 
     def alive(self, name: str) -> bool | None:
         """An actor Ray has not reported dead is there (Ray says within milliseconds)."""

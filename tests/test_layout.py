@@ -86,6 +86,25 @@ def test_only_the_adapters_import_a_framework():
     assert wrong == []
 
 
+RAY_MODULES = ("runtime.ray_launcher", "runtime.cli.cluster")
+
+
+def test_only_the_ray_launcher_imports_ray_and_only_when_it_runs():
+    """ray is an extra: no module imports it at its top, and only the launcher and its
+    cluster connection import it at all (cpl run --launcher ray)."""
+    wrong = []
+    for name, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        top = set(map(id, tree.body))
+        for node in ast.walk(tree):
+            found = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            if any(f.split(".")[0] == "ray" for f in found) and \
+                    (id(node) in top or name not in RAY_MODULES):
+                wrong.append((name, node.lineno))
+    assert wrong == []
+
+
 def test_there_is_no_import_cycle():
     state: dict[str, int] = {}  # 1: on the path, 2: done
     cycles = []

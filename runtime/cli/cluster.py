@@ -20,23 +20,27 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
-import json
 import logging
 import math
 import os
+import shutil
 import socket
+import tempfile
 
 from ..ray_launcher import TOKEN, Place, node_of
-from .usage import UsageError
+from .usage import UsageError, option_json
 
 MISSING = "--launcher ray needs Ray: pip install 'causal-guards[ray]'"
-_LONGEST = 2**20  # characters of a --place file
+RUN_FOLDER = "cpl-rayrun-"  # the prefix of a Ray session folder of ours
 _CURRENT = "/tmp/ray/ray_current_cluster"  # where a Ray started on this machine says it is
 
 
 def ray_installed() -> bool:
-    import importlib.util
-    return importlib.util.find_spec("ray") is not None
+    try:
+        import ray  # noqa: F401 - the run needs it next anyway
+    except ImportError:
+        return False
+    return True
 
 
 @contextlib.contextmanager
@@ -51,22 +55,34 @@ def ray_session(address: str):
         # must stay there (nothing of the run leaves 127.0.0.1).
         ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
     quiet = {"logging_level": logging.ERROR, "log_to_driver": True}
-    try:
-        if target is None:
-            ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
-                     **quiet)
-        else:
-            ray.init(address=target, **quiet)
-    except Exception as error:  # noqa: BLE001 - Ray raises many kinds for one cause
-        with contextlib.suppress(Exception):
+    folder = _session_folder() if target is None else None  # its session: logs, sockets;
+    try:  # gone with the run, and no /tmp/ray/ray_current_cluster left behind
+        try:
+            if target is None:
+                ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
+                         _temp_dir=folder, **quiet)
+            else:
+                ray.init(address=target, **quiet)
+        except Exception as error:  # noqa: BLE001 - Ray raises many kinds for one cause
+            with contextlib.suppress(Exception):
+                ray.shutdown()
+            said = str(error).strip().splitlines()
+            raise UsageError(f"--ray-address {address}: cannot start or join Ray: "
+                             f"{said[0][:300] if said else type(error).__name__}") from None
+        try:
+            yield ray.util.get_node_ip_address()
+        finally:
             ray.shutdown()
-        said = str(error).strip().splitlines()
-        raise UsageError(f"--ray-address {address}: cannot start or join Ray: "
-                         f"{said[0][:300] if said else type(error).__name__}") from None
-    try:
-        yield ray.util.get_node_ip_address()
     finally:
-        ray.shutdown()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _session_folder() -> str:
+    """A new folder for a Ray started here: in the temp folder if its path is short enough
+    for Ray's sockets (AF_UNIX paths hold 107 bytes; Ray adds some 70), else in /tmp."""
+    base = tempfile.gettempdir()
+    return tempfile.mkdtemp(prefix=RUN_FOLDER, dir=base if len(base) <= 20 else "/tmp")
 
 
 def _target(address: str) -> str | None:
@@ -99,18 +115,7 @@ def _loopback(host: str) -> bool:
 
 def read_place(path: str, lifelines) -> dict[str, Place]:
     """``--place FILE``: lifeline -> :class:`Place`, every entry checked."""
-    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO waits, /dev/zero never ends
-        raise UsageError(f"--place: {path} is not a regular file")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read(_LONGEST + 1)
-        if len(text) > _LONGEST:
-            raise UsageError(f"--place: {path} is longer than {_LONGEST >> 20} MiB")
-        data = json.loads(text)
-    except OSError as error:
-        raise UsageError(f"--place: cannot read {path}: {error.strerror}") from None
-    except (ValueError, RecursionError) as error:
-        raise UsageError(f"--place: {path} is not JSON ({str(error)[:200]})") from None
+    data = option_json("--place", path)
     if not isinstance(data, dict):
         raise UsageError(f'--place: {path} must be {{"Lifeline": {{"resources": ["NAME"]}} '
                          f'or {{"node": "ID or ADDRESS"}}, ...}}')

@@ -28,7 +28,7 @@ from cpl.errors import TraceError
 
 from .arguments import (add_choreography, add_command, add_inputs, add_max_steps, add_schedule,
                         add_seed)
-from .usage import UsageError
+from .usage import UsageError, option_json
 from ..lineage import Sweep
 
 
@@ -59,20 +59,17 @@ def cmd_run(args) -> int:
     render_format = _render_format(args.render)
     plan = prepare(load_one(args.choreo, args.name))
     inputs = plan.inputs(args.arg)
-    if ray:
-        from .cluster import MISSING, ray_installed, read_place
-        if not ray_installed():
-            raise UsageError(MISSING)
-        args.places = read_place(args.place, plan.lifelines) if args.place else {}
-    trace_path = args.trace
-    if args.render and not trace_path:  # the picture is drawn from a trace: keep one aside
-        handle, trace_path = tempfile.mkstemp(suffix=".jsonl", prefix="cpl-run-")
-        os.close(handle)
-        try:
-            return _run(args, plan, inputs, trace_path, render_format)
-        finally:
-            os.unlink(trace_path)
-    return _run(args, plan, inputs, trace_path, render_format)
+    with contextlib.ExitStack() as cluster:  # Ray joined or started before the trace opens:
+        args.on_ray = _on_ray(args, plan, cluster) if ray else None  # no trace for a usage error
+        trace_path = args.trace
+        if args.render and not trace_path:  # the picture is drawn from a trace: keep one aside
+            handle, trace_path = tempfile.mkstemp(suffix=".jsonl", prefix="cpl-run-")
+            os.close(handle)
+            try:
+                return _run(args, plan, inputs, trace_path, render_format)
+            finally:
+                os.unlink(trace_path)
+        return _run(args, plan, inputs, trace_path, render_format)
 
 
 def _run(args, plan, inputs, trace_path, render_format) -> int:
@@ -125,14 +122,12 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
                       "can read its messages and steer the run", file=sys.stderr, flush=True)
             listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
                 else ("127.0.0.1", {})
-            with contextlib.ExitStack() as cluster:
-                launchers = launchers_for(plan.lifelines, placement, args.join_timeout)
-                if args.launcher == "ray":
-                    listen, launchers = _on_ray(args, plan, cluster)
-                supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
-                                        secure=not args.insecure, timeout=args.timeout,
-                                        host=listen, launchers=launchers, parts=parts)
-                meta = supervisor.run(write if writer else (lambda event: None))
+            listen, launchers = args.on_ray or \
+                (listen, launchers_for(plan.lifelines, placement, args.join_timeout))
+            supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
+                                    secure=not args.insecure, timeout=args.timeout,
+                                    host=listen, launchers=launchers, parts=parts)
+            meta = supervisor.run(write if writer else (lambda event: None))
             results = meta.get("results", {})
         for lifeline in plan.lifelines:  # results first, then the trace
             names = plan.choreography.reported_names(lifeline, results.get(lifeline, {}))
@@ -167,12 +162,15 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
 
 def _on_ray(args, plan, cluster):
     """The supervisor's address and the one launcher of a run on Ray, its cluster joined
-    (or started) in ``cluster``'s scope."""
+    (or started) in ``cluster``'s scope; ``--place`` read, and checked against it."""
     from ..control import HELLO_TIMEOUT
     from ..ray_launcher import RayActors
-    from .cluster import on_cluster, ray_session
+    from .cluster import MISSING, on_cluster, ray_installed, ray_session, read_place
+    if not ray_installed():
+        raise UsageError(MISSING)
+    places = read_place(args.place, plan.lifelines) if args.place else {}
     listen = cluster.enter_context(ray_session(args.ray_address or "auto"))
-    places = on_cluster(args.place, args.places) if args.places else {}
+    places = on_cluster(args.place, places) if places else {}
     patience = HELLO_TIMEOUT if args.join_timeout is None else args.join_timeout
     return listen, [RayActors(plan.lifelines, places, patience)]
 
@@ -214,23 +212,9 @@ def _render_run(trace_path: str, out: str, form: str) -> int:
     return 0
 
 
-_LONGEST_HOSTS = 2**20  # characters: a placement of lifelines on hosts, not data
-
-
 def read_hosts(path: str, lifelines) -> tuple[str, dict[str, str]]:
     """``--hosts FILE``: the supervisor's address and lifeline -> host for the placed ones."""
-    if os.path.exists(path) and not os.path.isfile(path):  # a FIFO would wait, a device never end
-        raise UsageError(f"--hosts: {path} is not a regular file")
-    try:
-        with open(path, encoding="utf-8") as handle:
-            text = handle.read(_LONGEST_HOSTS + 1)
-        if len(text) > _LONGEST_HOSTS:
-            raise UsageError(f"--hosts: {path} is longer than {_LONGEST_HOSTS >> 20} MiB")
-        data = json.loads(text)
-    except OSError as error:
-        raise UsageError(f"--hosts: cannot read {path}: {error.strerror}") from None
-    except ValueError as error:
-        raise UsageError(f"--hosts: {path} is not JSON ({error})") from None
+    data = option_json("--hosts", path)
     hosts = data.get("hosts") if isinstance(data, dict) else None
     listen = data.get("supervisor", "127.0.0.1") if isinstance(data, dict) else None
     if not isinstance(hosts, dict) or not isinstance(listen, str):

@@ -36,3 +36,25 @@ def json_for_terminal(text: str) -> str:
 def complain(text: str) -> None:
     """One message on standard error, safe for the terminal."""
     print(for_terminal(text), file=sys.stderr)
+
+
+OPTION_FILE = 2**20  # characters of a JSON file an option names (--hosts, --place): a few names
+
+
+def option_json(option: str, path: str):
+    """The JSON in the file ``option`` names: a regular file (a FIFO would wait, a device
+    never end) of at most ``OPTION_FILE`` characters; else a usage error naming both."""
+    import json
+    import os
+    if os.path.exists(path) and not os.path.isfile(path):
+        raise UsageError(f"{option}: {path} is not a regular file")
+    try:
+        with open(path, encoding="utf-8") as handle:
+            text = handle.read(OPTION_FILE + 1)
+        if len(text) > OPTION_FILE:
+            raise UsageError(f"{option}: {path} is longer than {OPTION_FILE >> 20} MiB")
+        return json.loads(text)
+    except OSError as error:
+        raise UsageError(f"{option}: cannot read {path}: {error.strerror}") from None
+    except (ValueError, RecursionError) as error:
+        raise UsageError(f"{option}: {path} is not JSON ({str(error)[:200]})") from None
