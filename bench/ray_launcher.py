@@ -49,7 +49,10 @@ launcher's options (``num_cpus=0, max_concurrency=2``, no restarts).
 
 **P4** (as ``p4_throughput.py``: messages/s from A's first send to B's last
 receive, from the trace), A and B as two actors against two local processes
-and raw pyzmq + msgpack, insecure and CURVE, interleaved in the same rounds.
+and raw pyzmq + msgpack, insecure and CURVE, interleaved in the same rounds;
+and the CPU seconds per message of all the stream's processes (with CURVE: the
+CPU of a ``CPU_LONG``-data-message run minus a ``CPU_SHORT`` one, each round,
+so that start-up cancels), Ray's with the cluster's and, apart, the supervisor's.
 
 Every figure carries the 1-minute load average read before each of its runs.
 """
@@ -80,6 +83,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",
            "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 HEAD_TIMEOUT = 120.0  # seconds for `ray start --head` to say it started
+CPU_LONG, CPU_SHORT = 20_000, 2_000  # P4 counts whose difference gives CPU per message
 SETTLE_MAX = 20.0  # seconds to wait for a quiet cluster before a candidate
 QUIET = 0.05  # cores: the cluster is quiet below this (over half a second)
 TICK = os.sysconf("SC_CLK_TCK")
@@ -361,10 +365,25 @@ def startup_run(choreography: Path, args: list[str], folder: str, head: Head | N
     return run
 
 
-def p4_rate(count: int, secure: bool, args: list[str], env: dict | None) -> float:
-    with tempfile.TemporaryDirectory(prefix="cpl-p4-") as folder:
-        n, seconds = p4_throughput.ours_stream(count, secure, folder, extra=args, env=env)
-    return n / seconds
+def p4_run(count: int, secure: bool, head: Head | None) -> dict:
+    """P4's stream over local processes (``head`` None) or actors on ``head``: its rate, the
+    CPU seconds of all its processes, and of ``cpl run`` alone (Ray: the supervisor)."""
+    sampler = head.sampler() if head else None
+    before = children_cpu()
+    try:
+        with tempfile.TemporaryDirectory(prefix="cpl-p4-") as folder:
+            n, seconds = p4_throughput.ours_stream(
+                count, secure, folder, extra=ray_args(head.address) if head else [],
+                env=ray_environment() if head else None)
+    finally:
+        cluster = sampler.stop() if sampler else 0.0
+    mine = children_cpu() - before
+    return {"rate": n / seconds, "cpu": mine + cluster, "cpl run": mine}
+
+
+def per_message(long: list[dict], short: list[dict], messages: int, key: str) -> list[float]:
+    """µs of ``key`` CPU per message: each round's long run minus its short one."""
+    return [(a[key] - b[key]) / messages * 1e6 for a, b in zip(long, short)]
 
 
 def measured(head: Head, loads: dict, name: str, function):
@@ -449,9 +468,13 @@ def run_on(head: Head, folder: str, quick: bool, rounds: int, count: int, raw_n:
     for setting, secure in (("insecure", False), ("CURVE", True)):
         candidates[f"raw {setting}"] = (
             lambda s=secure: raw_n / p4_throughput.raw_seconds(frames["data"], raw_n, s))
-        candidates[f"P4 local {setting}"] = lambda s=secure: p4_rate(count, s, [], None)
-        candidates[f"P4 ray {setting}"] = (
-            lambda s=secure: p4_rate(count, s, address, ray_environment()))
+        candidates[f"P4 local {setting}"] = lambda s=secure: p4_run(count, s, None)
+        candidates[f"P4 ray {setting}"] = lambda s=secure: p4_run(count, s, head)
+    if not quick:  # CPU per message: a long stream minus a short one, CURVE
+        for launcher, where in (("local", None), ("ray", head)):
+            for length, n in (("long", CPU_LONG), ("short", CPU_SHORT)):
+                candidates[f"P4 CPU {launcher} {length}"] = (
+                    lambda n=n, where=where: p4_run(n, True, where))
     runs = interleaved({name: measured(head, loads, name, f) for name, f in candidates.items()},
                        rounds)
 
@@ -489,7 +512,8 @@ def run_on(head: Head, folder: str, quick: bool, rounds: int, count: int, raw_n:
                                 note=noted(name)))
     for setting in ("insecure", "CURVE"):
         raw = runs[f"raw {setting}"]
-        local, ray = runs[f"P4 local {setting}"], runs[f"P4 ray {setting}"]
+        local = [r["rate"] for r in runs[f"P4 local {setting}"]]
+        ray = [r["rate"] for r in runs[f"P4 ray {setting}"]]
         messages = f"{2 * count + 1:,} msgs"
         rows += [
             Row("ray", f"P4 raw pyzmq+msgpack, {setting}, {raw_n:,} frames", median(raw),
@@ -502,6 +526,24 @@ def run_on(head: Head, folder: str, quick: bool, rounds: int, count: int, raw_n:
                 note=noted(f"P4 ray {setting}")),
             Row("ray", f"P4 Ray actors A→B, {setting}, vs raw", median(ray), "msgs/s", ray,
                 baseline=f"raw, {setting}", baseline_value=median(raw)),
+        ]
+    if not quick:
+        messages = 2 * (CPU_LONG - CPU_SHORT)
+        note = f"{2 * CPU_LONG + 1:,} msgs minus {2 * CPU_SHORT + 1:,}, each round"
+        local, ray = (runs[f"P4 CPU {launcher} long"] for launcher in ("local", "ray"))
+        short_local, short_ray = (runs[f"P4 CPU {launcher} short"] for launcher in ("local", "ray"))
+        local_cpu = per_message(local, short_local, messages, "cpu")
+        ray_cpu = per_message(ray, short_ray, messages, "cpu")
+        supervisor = per_message(ray, short_ray, messages, "cpl run")
+        rows += [
+            Row("ray", "P4 CPU per message, all processes, local processes, CURVE",
+                median(local_cpu), "µs", local_cpu,
+                note=f"{note}; load {span(loads['P4 CPU local long'])}"),
+            Row("ray", "P4 CPU per message, all processes, Ray actors, CURVE", median(ray_cpu),
+                "µs", ray_cpu, baseline="local processes", baseline_value=median(local_cpu),
+                note=f"incl. the cluster's processes; load {span(loads['P4 CPU ray long'])}"),
+            Row("ray", "  of which cpl run (the supervisor, which the actors ship their logs to)",
+                median(supervisor), "µs", supervisor),
         ]
     return rows
 
