@@ -207,7 +207,8 @@ def ours_stream(count: int, secure: bool, folder: str, extra: list[str] = (),
     assert meta["status"] == "ok" and meta["results"]["B"]["n"] == count, meta
     first = min(e["time"] for e in events if e["lifeline"] == "A" and e["kind"] == "send")
     received = [e["time"] for e in events if e["lifeline"] == "B" and e["kind"] == "recv"]
-    assert len(received) == 2 * count + 1
+    assert len(received) == 2 * count + 1, \
+        f"the trace holds {len(received)} of B's {2 * count + 1} receives (log lines lost)"
     return len(received), max(received) - first
 
 
