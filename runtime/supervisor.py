@@ -104,8 +104,8 @@ class Supervisor:
         lifelines (ended by their launchers) and the connection files, the ZeroMQ
         context with its sockets, the SIGTERM handler, the run's temp folder.  The keys
         are made once the launchers are entered (a Ray actor makes its own pair), before
-        anything binds.  The ``parts``
-        folder outlives the run: its caller removes it once the trace is whole."""
+        anything binds.  The ``parts`` folder outlives the run: its caller removes it once
+        the trace is whole."""
         began = time.monotonic()  # --timeout counts from here, the lifelines' start-up included
         with contextlib.ExitStack() as scope:
             self.folder = self.parts or scope.enter_context(

@@ -1,8 +1,10 @@
 """``cpl run --launcher ray`` on a real Ray (issue 18): every lifeline a Ray actor.
 
-Ray starts once per session (the ``ray_cluster`` fixture): a head with the custom
-resource ``host-a`` and a second node with ``host-b``, both on 127.0.0.1, token
-authentication off (``RAY_AUTH_MODE`` set, as every process of the session
+Ray starts once per test session (the ``ray_cluster`` fixture; every Ray test is
+in this module, so the fixture is the module's, and the cluster goes when they
+are done instead of idling under the timing tests that follow): a head with the
+custom resource ``host-a`` and a second node with ``host-b``, both on 127.0.0.1,
+token authentication off (``RAY_AUTH_MODE`` set, as every process of the module
 inherits), its session folder a temp folder, every process it starts tagged so
 that the fixture can tell none is left once it shut Ray down in ``finally``.
 Each ``cpl run`` joins that cluster (``--ray-address``), but one that starts a
@@ -72,7 +74,7 @@ class Ray:
             (self.actors(), self.workers())
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_cluster():
     tag = f"ray-session-{uuid.uuid4().hex[:12]}"
     settings = {TAG: tag, "RAY_AUTH_MODE": "disabled",
