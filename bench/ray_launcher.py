@@ -1,6 +1,6 @@
 """Ray launcher vs local processes, in the same run (issue 18, point 7).
 
-    python bench/run.py --only ray            # about ten minutes on 2 cores
+    python bench/run.py --only ray            # about 17 minutes on 2 cores under load
     python bench/ray_launcher.py [--quick] [--rounds N]
 
 **One Ray cluster for the whole bench**, started once and kept (a user's
