@@ -183,11 +183,12 @@ def environment() -> dict:
     return env
 
 
-def run_cpl(args: list[str], timeout: float = TIMEOUT) -> tuple[float, float]:
+def run_cpl(args: list[str], timeout: float = TIMEOUT,
+            env: dict | None = None) -> tuple[float, float]:
     """Run ``cpl ARGS`` to its end: (its start wall time, its end wall time); stopped
-    after ``timeout`` (``timing.run_to_end``)."""
+    after ``timeout`` (``timing.run_to_end``); ``env`` default ``environment()``."""
     return run_to_end([sys.executable, "-m", "runtime.cli", *args], timeout, cwd=ROOT,
-                      env=environment())
+                      env=env or environment())
 
 
 def read_trace(path: Path) -> tuple[dict, list[dict]]:
@@ -195,16 +196,19 @@ def read_trace(path: Path) -> tuple[dict, list[dict]]:
     return lines[-1]["end"], lines[1:-1]
 
 
-def ours_stream(count: int, secure: bool, folder: str) -> tuple[int, float]:
-    """(messages B received, seconds from A's first send to B's last receive)."""
+def ours_stream(count: int, secure: bool, folder: str, extra: list[str] = (),
+                env: dict | None = None) -> tuple[int, float]:
+    """(messages B received, seconds from A's first send to B's last receive); ``extra``:
+    more arguments of ``cpl run`` (a launcher), ``env`` its environment."""
     trace = Path(folder) / f"p4-{'curve' if secure else 'insecure'}.jsonl"
-    run_cpl(["run", str(CHOREO), "--arg", f"count={count}", "--trace", str(trace)]
-            + ([] if secure else ["--insecure"]))
+    run_cpl(["run", str(CHOREO), "--arg", f"count={count}", "--trace", str(trace), *extra]
+            + ([] if secure else ["--insecure"]), env=env)
     meta, events = read_trace(trace)
     assert meta["status"] == "ok" and meta["results"]["B"]["n"] == count, meta
     first = min(e["time"] for e in events if e["lifeline"] == "A" and e["kind"] == "send")
     received = [e["time"] for e in events if e["lifeline"] == "B" and e["kind"] == "recv"]
-    assert len(received) == 2 * count + 1
+    assert len(received) == 2 * count + 1, \
+        f"the trace holds {len(received)} of B's {2 * count + 1} receives (log lines lost)"
     return len(received), max(received) - first
 
 

@@ -3,7 +3,7 @@
     python bench/run.py                  # everything (about ten minutes on 2 cores)
     python bench/run.py --quick          # small sizes, one or two rounds: a smoke run
     python bench/run.py --only P1,P3     # any of P1, P1-local, P2, P3, P3-scale, P4, P5, P6,
-                                         # startup, render, lifelines
+                                         # startup, render, lifelines; and ray (only when asked)
     python bench/run.py --json out.json  # also write every individual measurement
 
 Every ratio is against a baseline measured in the same run; see README.md.
@@ -30,6 +30,7 @@ import p3_scale  # noqa: E402
 import p4_throughput  # noqa: E402
 import p5_simulate  # noqa: E402
 import p6_eval  # noqa: E402
+import ray_launcher  # noqa: E402
 import render  # noqa: E402
 import startup  # noqa: E402
 from timing import table  # noqa: E402
@@ -39,6 +40,9 @@ BENCHMARKS = {"P1": p1_mixed.run, "P1-local": p1_local.run, "P2": p2_receive.run
               "P6": p6_eval.run}
 BENCHMARKS.update({"P4": p4_throughput.run, "startup": startup.run, "render": render.run,
                    "lifelines": lifelines.run})
+# Run only when named in --only: they need more than this package (Ray) and start a
+# cluster of their own.
+ON_REQUEST = {"ray": ray_launcher.run}
 
 
 def machine() -> dict:
@@ -64,11 +68,11 @@ def select(only: str | None) -> list[str]:
     if not only:
         return list(BENCHMARKS)
     wanted = [name.strip() for name in only.split(",") if name.strip()]
-    known = {name.lower(): name for name in BENCHMARKS}
+    known = {name.lower(): name for name in [*BENCHMARKS, *ON_REQUEST]}
     unknown = [name for name in wanted if name.lower() not in known]
     if unknown:
         raise SystemExit(f"run.py: unknown benchmark(s) {', '.join(unknown)}; "
-                         f"choose from {', '.join(BENCHMARKS)}")
+                         f"choose from {', '.join([*BENCHMARKS, *ON_REQUEST])}")
     return [known[name.lower()] for name in wanted]
 
 
@@ -76,14 +80,15 @@ def run(names: list[str], quick: bool) -> list:
     rows = []
     for name in names:
         print(f"… {name}", file=sys.stderr, flush=True)
-        rows += BENCHMARKS[name](quick=quick)
+        rows += {**BENCHMARKS, **ON_REQUEST}[name](quick=quick)
     return rows
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke run")
-    parser.add_argument("--only", metavar="LIST", help=f"comma-separated: {', '.join(BENCHMARKS)}")
+    parser.add_argument("--only", metavar="LIST", help=f"comma-separated: {', '.join(BENCHMARKS)}"
+                        f"; and, only when named, {', '.join(ON_REQUEST)}")
     parser.add_argument("--json", metavar="FILE", help="also write all measurements as JSON")
     args = parser.parse_args(argv)
     names = select(args.only)

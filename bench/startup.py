@@ -54,13 +54,14 @@ PREPARE = ("import sys, time; " + IMPORTS + "; from choreo import load_one; "
            "prepare(load_one(sys.argv[1])); print(time.perf_counter() - t)")
 
 
-def one_run(choreography: Path, args: list[str], folder: str) -> dict:
-    """Seconds to the first event, for the whole run, and CPU of every process."""
+def one_run(choreography: Path, args: list[str], folder: str, env: dict | None = None) -> dict:
+    """Seconds to the first event, for the whole run, and CPU of every process (``env``:
+    of ``cpl run``, default ``environment()``)."""
     trace = Path(folder) / "startup.jsonl"
     command = [sys.executable, "-m", "runtime.cli", "run", str(choreography), *args,
                "--trace", str(trace)]
     cpu = children_cpu()
-    start, end = run_to_end(command, TIMEOUT, cwd=ROOT, env=environment())
+    start, end = run_to_end(command, TIMEOUT, cwd=ROOT, env=env or environment())
     meta, events = read_trace(trace)
     assert meta["status"] == "ok", meta
     return {"first": min(e["time"] for e in events) - start, "total": end - start,

@@ -18,6 +18,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
 import p3_metadata  # noqa: E402
 import p3_scale  # noqa: E402
+import ray_launcher  # noqa: E402
 import run as bench_run  # noqa: E402
 import workloads as w  # noqa: E402
 
@@ -96,3 +97,15 @@ def test_quick_run_produces_every_benchmark_row(capsys):
     assert "bench" in bench_run.table(rows)
     with pytest.raises(SystemExit):
         bench_run.select("P9")
+
+
+def test_ray_bench_runs_local_and_ray_side_by_side_and_leaves_no_ray():
+    reason = ray_launcher.unavailable()
+    if reason:
+        pytest.skip(f"ray bench: {reason}")
+    rows = bench_run.run(["ray"], quick=True)
+    assert all(r.value > 0 for r in rows)
+    measured = {r.what for r in rows}
+    assert {"Ray actors, → first event, 4 lifelines (code_review.py)",
+            "P4 Ray actors A→B, CURVE, 601 msgs"} <= measured
+    assert "ray" in bench_run.select("ray")
