@@ -99,6 +99,7 @@ def test_quick_run_produces_every_benchmark_row(capsys):
         bench_run.select("P9")
 
 
+@pytest.mark.xdist_group("timing")  # its Ray head must not overlap the stop timings
 def test_ray_bench_runs_local_and_ray_side_by_side_and_leaves_no_ray():
     reason = ray_launcher.unavailable()
     if reason:

@@ -89,6 +89,7 @@ def test_a_killed_supervisor_takes_every_lifeline_and_what_it_started(tmp_path):
         _gone(cpl, within=2.0)
 
 
+@pytest.mark.xdist_group("timing")  # a stop within 1 s of --timeout: see test_runtime_stops
 @pytest.mark.parametrize("body", [
     "    time.sleep(1e6)",
     "    while True:\n        pass",

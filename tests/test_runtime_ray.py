@@ -33,8 +33,12 @@ from runtime.cli.cluster import RUN_FOLDER
 from runtime_util import (CPL, EXAMPLES, TAG, Cpl, check_messages, check_semantics, tagged,
                           tagged_env, wait_until)
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
-                                reason="ray is not installed (pip install 'causal-guards[ray]')")
+# An idle two-node Ray slows the start of other runs' lifelines on two cores: under
+# pytest-xdist these tests share the worker of the sub-second stop timings ("timing"),
+# so the two never overlap.
+pytestmark = [pytest.mark.skipif(importlib.util.find_spec("ray") is None,
+                                 reason="ray is not installed (pip install 'causal-guards[ray]')"),
+              pytest.mark.xdist_group("timing")]
 
 CODE_REVIEW = str(EXAMPLES / "code_review.py")
 LONG = ("--arg", "rounds=100000")  # a run that goes on until it is ended
