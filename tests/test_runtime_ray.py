@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from cpl.trace import load_trace
-from runtime.cli.cluster import RUN_FOLDER
+from runtime.cli.cluster import RUN_FOLDER, stay_on_loopback
 from runtime_util import (CPL, EXAMPLES, TAG, Cpl, check_messages, check_semantics, tagged,
                           tagged_env, wait_until)
 
@@ -89,6 +89,7 @@ def ray_cluster():
     cluster = None
     import ray
     from ray.cluster_utils import Cluster
+    stay_on_loopback()  # the variable above is too late if this process imported ray already
     try:
         cluster = Cluster(initialize_head=True, head_node_args={
             "num_cpus": 1, "resources": {"host-a": 1}, "node_ip_address": "127.0.0.1",

@@ -51,9 +51,7 @@ def ray_session(address: str):
     target = _target(address)
     import ray
     if target is None or _loopback(target.rsplit(":", 1)[0]):
-        # Ray "resolves" 127.0.0.1 to this machine's outward address; a cluster on loopback
-        # must stay there (nothing of the run leaves 127.0.0.1).
-        ray._private.ray_constants.ENABLE_RAY_CLUSTER = False
+        stay_on_loopback()
     quiet = {"logging_level": logging.ERROR, "log_to_driver": True}
     folder = _session_folder() if target is None else None  # its session: logs, sockets;
     try:  # gone with the run, and no /tmp/ray/ray_current_cluster left behind
@@ -76,6 +74,14 @@ def ray_session(address: str):
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+def stay_on_loopback() -> None:
+    """Ray "resolves" 127.0.0.1 to this machine's outward address unless
+    ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0`` was set before ray was imported (it reads it
+    once); a cluster on loopback must stay there: nothing of the run leaves 127.0.0.1."""
+    import ray._private.ray_constants as constants  # private, and so kept in this one place
+    constants.ENABLE_RAY_CLUSTER = False
 
 
 def _session_folder() -> str:
