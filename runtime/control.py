@@ -21,6 +21,7 @@ answers with a :class:`State` carrying the wave's number.
 
 from __future__ import annotations
 
+import contextlib
 import secrets
 from typing import ClassVar
 
@@ -214,15 +215,15 @@ def send(socket, message, route: bytes | None = None, *, patience: float = 0.0) 
     """Send without waiting: on a ROUTER to ``route``.  A message that cannot leave now is
     dropped: the peer is slow or gone, and the next report or beat says it again.  With
     ``patience``, wait that many seconds at most for room first: a log's lines are said
-    once, and a slow supervisor must not lose them."""
-    frame = encode(message)
-    if patience and not socket.poll(int(patience * 1000), zmq.POLLOUT):
-        return
+    once, and a slow supervisor must not lose them (asked only when there is none: no
+    poll on the way of a frame that fits)."""
+    frames = [encode(message)] if route is None else [route, encode(message)]
     try:
-        if route is None:
-            socket.send(frame, zmq.NOBLOCK)
-        else:
-            socket.send_multipart([route, frame], zmq.NOBLOCK)
+        socket.send_multipart(frames, zmq.NOBLOCK)
+    except zmq.Again:
+        if patience and socket.poll(int(patience * 1000), zmq.POLLOUT):
+            with contextlib.suppress(zmq.ZMQError):
+                socket.send_multipart(frames, zmq.NOBLOCK)
     except zmq.ZMQError:
         pass
 
