@@ -64,6 +64,7 @@ class Message(NamedTuple):
 # builds a few, and a NamedTuple costs five times as much to build (bench P5).
 Option = tuple
 _EMPTY = MappingProxyType({})
+_new = tuple.__new__  # Event.checked without the call of a classmethod (bench/runner_steps.py)
 
 
 def calls(option: Option) -> bool:
@@ -100,6 +101,9 @@ class Runner:
         body = plan.projection.program(lifeline).body
         self.atomic = any(type(s) is LAtomic for s in walk(body))  # else no holder to keep
         self.holder: tuple | None = None  # (thread, its AtomicFrame) while a block is held
+        self.decisions: dict = {}  # id(LChoose/LWhile) -> (guard's slot, tells if false, if true)
+        self.naming = lambda: f"{self.name}.{self.taken + 1}"  # the next event's id, when
+        # a failure needs it: not built per action (bench/runner_steps.py)
         self._spawn(Thread([Frame(body, ())]))
 
     @property
@@ -147,7 +151,7 @@ class Runner:
         """Call the action ``option`` is at; its value (or an awaitable the driver awaits).
         ``snapshot``: it sees a copy of the store (:func:`choreo.actions.start`)."""
         return actions.start(option[1].want[1], self.store, self.rng, self.name,
-                             self.next_event, snapshot)
+                             self.naming, snapshot)
 
     def action_failed(self, option: Option, error: BaseException) -> RunFailure:
         """The failure of an awaited action that raised ``error``."""
@@ -155,30 +159,28 @@ class Runner:
 
     def fire(self, option: Option, value=None) -> tuple[Event | None, Message | None]:
         """Take the event: (the recorded event or None when not recording, the message to send)."""
-        if not self.atomic:
-            return self._fire(option, value)
-        held = self.holder or claimant(option[1])  # the block this event is in, if any
-        fired = self._fire(option, value)
-        self.holder = held if held is not None and held[1] in held[0].frames else None
-        return fired
-
-    def _fire(self, option: Option, value) -> tuple[Event | None, Message | None]:
         _, thread, message = option
+        held = (self.holder or claimant(thread)) if self.atomic else None  # its block, if any
         kind, s = thread.want
         try:
             if kind == "recv":
-                return self._receive(thread, message), None
-            if kind == "act":
-                return self._act(thread, s, value), None
-            if kind == "choice":
-                return self._choice(thread, s), None
-            if kind == "send":
-                values = {into: self.store.get(var) for var, into in zip(s.vars, s.into)}
-                return self._send(thread, ("m", s.msg), s.to, values, s.label, None)
-            return self._send(thread, ("c", s.choice), s.to, {}, s.label, s.outcome)  # tell
+                fired = self._receive(thread, message), None
+            elif kind == "act":
+                fired = self._act(thread, s, value), None
+            elif kind == "choice":
+                fired = self._choice(thread, s), None
+            elif kind == "send":
+                store = self.store
+                values = {into: store.get(var) for var, into in zip(s.vars, s.into)}
+                fired = self._send(thread, ("m", s.msg), s.to, values, s.label, None)
+            else:  # tell
+                fired = self._send(thread, ("c", s.choice), s.to, {}, s.label, s.outcome)
         except EvaluationError as error:  # a predicate raised while the monitor evaluated
             raise RunFailure(self.name, self.next_event, f"cannot evaluate a "
                              f"guard: {error}", kind="predicate") from None
+        if self.atomic:
+            self.holder = held if held is not None and held[1] in held[0].frames else None
+        return fired
 
     # -------------------------------------------------------------- the events
 
@@ -190,14 +192,14 @@ class Runner:
         if not self.record:
             return None
         clocks = self.clocks
-        return Event.checked((f"{self.name}.{self.taken}", self.name, kind, to, msg,
-                              MappingProxyType(updates) if updates else _EMPTY, label, guard,
-                              outcome, clocks.stamp(self.name, kind, msg) if clocks else None,
-                              None, payload))
+        return _new(Event, (f"{self.name}.{self.taken}", self.name, kind, to, msg,
+                            MappingProxyType(updates) if updates else _EMPTY, label, guard,
+                            outcome, clocks.stamp(self.name, kind, msg) if clocks else None,
+                            None, payload))
 
     def _act(self, thread: Thread, s: LAct, value) -> Event | None:
         updates = (dict(s.values) if s.fn is None else
-                   actions.assignments(s, value, self.variables, self.name, self.next_event))
+                   actions.assignments(s, value, self.variables, self.name, self.naming))
         self.monitor.act(updates)
         thread.frames[-1].pc += 1
         self._settle(thread)
@@ -218,10 +220,13 @@ class Runner:
 
     def _choice(self, thread: Thread, s) -> Event | None:
         top = thread.frames[-1]
-        self.monitor.choice()
-        outcome = self.monitor.value(s.guard.checked.primitive)
-        told = f"{s.label}: {str(outcome).lower()}"  # the control messages' label
-        if isinstance(s, LChoose):
+        monitor = self.monitor
+        monitor.choice()
+        decision = self.decisions.get(id(s))  # the plan outlives the runner: ids stay its
+        if decision is None:
+            decision = self.decisions[id(s)] = self._decision(s)
+        outcome = bool(monitor.values[decision[0]])
+        if type(s) is LChoose:
             top.pc += 1
             path = top.path
             thread.frames.append(Frame(s.then if outcome else s.else_, path))
@@ -233,11 +238,18 @@ class Runner:
             else:
                 top.pc += 1
                 top.next_k = 0
-        if s.tell:
-            tells = tuple(Tell(s.choice, to, outcome, told) for to in s.tell)
+        tells = decision[1 + outcome]
+        if tells:
             thread.frames.append(Frame(tells, path))
         self._settle(thread)
-        return self._event("choice", label=s.label, guard=s.guard.canonical, outcome=outcome)
+        return self._event("choice", label=s.label, guard=decision[3], outcome=outcome)
+
+    def _decision(self, s) -> tuple:
+        """What every firing of decision ``s`` shares: its guard's slot in the monitor, the
+        control sends (immutable ``Tell``) for each outcome, its guard's canonical text."""
+        tells = [tuple(Tell(s.choice, to, outcome, f"{s.label}: {str(outcome).lower()}")
+                       for to in s.tell) for outcome in (False, True)]
+        return self.monitor.slot(s.guard.checked.primitive), *tells, s.guard.canonical
 
     def _receive(self, thread: Thread, message: Message) -> Event | None:
         del self.inbox[message.key]
