@@ -187,7 +187,8 @@ class Runner:
     def _event(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
                outcome=None, payload=None) -> Event | None:
         """Count the event; build it if recording.  ``updates`` is a dict nobody changes
-        later, so it is wrapped read-only, not copied (``Event.checked``: bench P5)."""
+        later, so it is wrapped read-only, not copied (``Event.checked``: bench P5).  Called
+        with positional arguments: keywords cost per call (bench/runner_steps.py)."""
         self.taken += 1
         if not self.record:
             return None
@@ -203,7 +204,7 @@ class Runner:
         self.monitor.act(updates)
         thread.frames[-1].pc += 1
         self._settle(thread)
-        return self._event("act", updates=updates, label=s.label)
+        return self._event("act", None, None, updates, s.label)
 
     def _send(self, thread: Thread, key: tuple, to: str, values: dict, label: str,
               outcome: bool | None) -> tuple[Event | None, Message]:
@@ -211,12 +212,12 @@ class Runner:
         self.sent += 1
         msg_id = f"{self.name}:{self.sent}"
         top = thread.frames[-1]
-        message = Message((*key, top.path), self.name, to, values, self.monitor.send(), label,
-                          outcome, msg_id)
+        message = _new(Message, ((*key, top.path), self.name, to, values, self.monitor.send(),
+                                 label, outcome, msg_id))  # Message(...) without its __new__
         top.pc += 1
         self._settle(thread)
         payload = dict(values) if key[0] == "m" else {"outcome": outcome}
-        return self._event("send", to=to, msg=msg_id, label=label, payload=payload), message
+        return self._event("send", to, msg_id, None, label, None, None, payload), message
 
     def _choice(self, thread: Thread, s) -> Event | None:
         top = thread.frames[-1]
@@ -242,7 +243,7 @@ class Runner:
         if tells:
             thread.frames.append(Frame(tells, path))
         self._settle(thread)
-        return self._event("choice", label=s.label, guard=decision[3], outcome=outcome)
+        return self._event("choice", None, None, None, s.label, decision[3], outcome)
 
     def _decision(self, s) -> tuple:
         """What every firing of decision ``s`` shares: its guard's slot in the monitor, the
@@ -255,14 +256,15 @@ class Runner:
         del self.inbox[message.key]
         top = thread.frames[-1]
         s = top.block[top.pc]
-        if isinstance(s, LBranch) and s.via == "message":
+        kind = type(s)  # the statement classes are final
+        if kind is LBranch and s.via == "message":
             first = s.then if message.key[1] == s.then[0].msg else s.else_
             top.pc += 1
             thread.frames.append(Frame(first, top.path, pc=1))
-        elif isinstance(s, LBranch):
+        elif kind is LBranch:
             top.pc += 1
             thread.frames.append(Frame(s.then if message.outcome else s.else_, top.path))
-        elif isinstance(s, LLoop):
+        elif kind is LLoop:
             if message.outcome:
                 thread.frames.append(Frame(s.body, top.path + (top.next_k,)))
                 top.next_k += 1
@@ -274,7 +276,7 @@ class Runner:
         updates = message.values
         self.monitor.receive(message.metadata, updates or None)
         self._settle(thread)
-        return self._event("recv", msg=message.msg_id, updates=updates, label=message.label)
+        return self._event("recv", None, message.msg_id, updates, message.label)
 
     # ------------------------------------------------------------ settling
 
@@ -290,7 +292,7 @@ class Runner:
                 frames.pop()  # a loop body ends: its loop statement below comes round
                 continue
             s = top.block[top.pc]
-            if isinstance(s, LPar):
+            if type(s) is LPar:
                 top.pc += 1
                 thread.joining = len(s.threads)
                 thread.want = None
