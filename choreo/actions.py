@@ -24,8 +24,7 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 
-from cpl.trace import value_problem
-from cpl.trace.codec import LARGEST_INT, SMALLEST_INT
+from cpl.trace import LARGEST_INT, SMALLEST_INT, value_problem
 from . import model
 from .errors import Where
 from .local import LAct
