@@ -1,6 +1,7 @@
 """The Runner's per-step cost on P4's stream, in process, without sockets (a tool, no row).
 
     python bench/runner_steps.py [--count 20000] [--repeat 7] [--profile A|B] [--log]
+    python bench/runner_steps.py --p5 [--repeat 9]
 
 A lifeline process of ``cpl run bench/p4_stream.py`` drives its one Runner with
 :class:`choreo.drive.Driver` (a ``Background`` for actions: each act sees a
@@ -11,6 +12,8 @@ drain does in a steady stream.  ``--log`` adds ``event.to_dict()`` per event
 (what the JSON log line starts from).  Prints µs per message (A takes 4 events
 a message: choice, control send, act, data send; B 2: two receives), medians
 and minimums of ``--repeat`` runs, and with ``--profile`` the top of a cProfile.
+``--p5``: CPU µs per simulated run of P5's code review (300 seeds a repeat, one
+``Simulator``), the same loop as P5's first row without its harness: quick to A/B.
 """
 
 from __future__ import annotations
@@ -80,6 +83,20 @@ def run_b(plan, count: int, messages, log: bool) -> float:
     return time.thread_time() - start
 
 
+def p5(repeat: int) -> None:
+    from choreo.simulate import Simulator
+
+    simulator = Simulator(load_one(str(ROOT / "examples" / "code_review.py"), None))
+    times = []
+    for _ in range(repeat):
+        start = time.thread_time()
+        for seed in range(300):
+            simulator.run(seed=seed, values={"rounds": 1})
+        times.append((time.thread_time() - start) / 300 * 1e6)
+    print(f"P5: {statistics.median(times):.0f} µs/run median, {min(times):.0f} min "
+          f"({repeat} x 300 seeds)")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--count", type=int, default=20000)
@@ -87,7 +104,11 @@ def main() -> int:
     parser.add_argument("--profile", choices=["A", "B"])
     parser.add_argument("--log", action="store_true", help="to_dict() each event")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--p5", action="store_true", help="P5's simulated runs instead")
     args = parser.parse_args()
+    if args.p5:
+        p5(args.repeat)
+        return 0
     plan = _setup()
     count = args.count
     if args.profile:

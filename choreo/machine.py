@@ -99,9 +99,14 @@ class Runner:
         self.sent = 0  # messages so far: the next is f"{name}:{sent + 1}"
         self.threads: list[Thread] = []
         body = plan.projection.program(lifeline).body
-        self.atomic = any(type(s) is LAtomic for s in walk(body))  # else no holder to keep
+        shared = plan.shared.get(lifeline)
+        if shared is None:  # the first runner of this lifeline of this plan
+            shared = plan.shared[lifeline] = (any(type(s) is LAtomic for s in walk(body)), {})
+        self.atomic = shared[0]  # else no holder to keep
         self.holder: tuple | None = None  # (thread, its AtomicFrame) while a block is held
-        self.decisions: dict = {}  # id(LChoose/LWhile) -> (guard's slot, tells if false, if true)
+        # id(LChoose/LWhile) -> (its guard's slot, the tells if false, if true, the guard's
+        # text), immutable, shared by the lifeline's runners: the plan holds the statements
+        self.decisions: dict = shared[1]
         self.naming = lambda: f"{self.name}.{self.taken + 1}"  # the next event's id, when
         # a failure needs it: not built per action (bench/runner_steps.py)
         self._spawn(Thread([Frame(body, ())]))
