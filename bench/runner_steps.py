@@ -64,8 +64,9 @@ def run_a(plan, count: int, log: bool):
     return time.thread_time() - start, posted
 
 
-def run_b(plan, count: int, messages, log: bool) -> float:
-    """B's whole run, one message delivered before each step (a drain of the socket)."""
+def run_b(plan, count: int, messages, log: bool, idle: bool = False) -> float:
+    """B's whole run, one message delivered before each step (a drain of the socket); with
+    ``idle``, one message and then a run of the driver to its end (B waiting for A)."""
     runner = _runner(plan, "B", count)
     feed = iter(messages)
     emit = (lambda event: event.to_dict()) if log else (lambda event: None)
@@ -77,6 +78,11 @@ def run_b(plan, count: int, messages, log: bool) -> float:
         return False
     driver = Driver([runner], lambda options: options[0], emit, None, background=_Inline())
     start = time.thread_time()  # CPU: the machine is shared
+    if idle:
+        for message in messages:
+            runner.deliver(message)
+            complete(driver.run(lambda steps: False))
+        return time.thread_time() - start
     while not runner.done:  # an empty inbox ends a run: the next drain starts another
         between(0)
         complete(driver.run(between))
@@ -104,6 +110,7 @@ def main() -> int:
     parser.add_argument("--profile", choices=["A", "B"])
     parser.add_argument("--log", action="store_true", help="to_dict() each event")
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--idle", action="store_true", help="B: a run of the driver a message")
     parser.add_argument("--p5", action="store_true", help="P5's simulated runs instead")
     args = parser.parse_args()
     if args.p5:
@@ -117,7 +124,7 @@ def main() -> int:
             profile.runcall(run_a, plan, count, args.log)
         else:
             _, messages = run_a(plan, count, False)
-            profile.runcall(run_b, plan, count, messages, args.log)
+            profile.runcall(run_b, plan, count, messages, args.log, args.idle)
         stats = pstats.Stats(profile)
         stats.sort_stats("tottime").print_stats(args.top)
         return 0
@@ -127,13 +134,13 @@ def main() -> int:
         seconds, messages = run_a(plan, count, args.log)
         assert len(messages) == 2 * count + 1, len(messages)
         a_times.append(seconds)
-        b_times.append(run_b(plan, count, messages, args.log))
+        b_times.append(run_b(plan, count, messages, args.log, args.idle))
         gc.collect()
     scale = 1e6 / count
     for name, times in (("A", a_times), ("B", b_times)):
         print(f"{name}: {statistics.median(times) * scale:.2f} µs/message median, "
               f"{min(times) * scale:.2f} min ({args.repeat} runs of {count}"
-              f"{', to_dict' if args.log else ''})")
+              f"{', to_dict' if args.log else ''}{', idle B' if args.idle else ''})")
     return 0
 
 

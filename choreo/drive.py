@@ -57,6 +57,10 @@ class Driver:
         self.acting = False  # calling an action, or awaiting it in-line
         self.steps = 0  # events taken so far
         self._here = {runner.name: runner for runner in self.runners}
+        # Fixed per driver, not worked out per run: a lifeline process starts a run whenever
+        # a message comes to an idle runner, so once a message at worst (bench/runner_steps.py)
+        self._width = max(runner.index for runner in self.runners) + 1
+        self._only = self.runners[0].index if len(self.runners) == 1 else None  # a lifeline's
 
     def run(self, until: Callable[[int], bool] | None = None):
         """Take events until none can happen now (returns False) or ``until(steps)`` is true
@@ -68,10 +72,9 @@ class Driver:
         # Each runner's options, asked again only of the runners a step changed: the one
         # that fired and the receiver of its message (a step's cost, bench P5).  At the
         # runner's place in the plan: a list is cheaper to refresh than a dict (P5 again).
-        lists = [()] * (max(runner.index for runner in self.runners) + 1)
+        lists, only = [()] * self._width, self._only
         for runner in self.runners:
             lists[runner.index] = runner.enabled()
-        only = self.runners[0].index if len(self.runners) == 1 else None  # a lifeline's
         steps = self.steps
         try:
             while True:
