@@ -24,15 +24,16 @@ import traceback
 from concurrent.futures import ThreadPoolExecutor
 from types import MappingProxyType
 
-from cpl.trace import value_problem
+from cpl.trace import LARGEST_INT, SMALLEST_INT, value_problem
 from . import model
 from .errors import Where
 from .local import LAct
 from .status import RunFailure
 
 
-def start(s: LAct, store: dict, rng, lifeline: str, event: str, snapshot: bool = False):
+def start(s: LAct, store: dict, rng, lifeline: str, event, snapshot: bool = False):
     """Call the action; returns its value, or an awaitable the driver must await.
+    ``event``: the event's id, or a function that gives it (called only on a failure).
 
     ``snapshot``: the action sees a copy of the store as it is now, for a driver
     that lets other threads of the lifeline move on while it is awaited."""
@@ -72,8 +73,9 @@ def own(error: BaseException) -> bool:
     return True
 
 
-def failed(s: LAct, error: BaseException, lifeline: str, event: str) -> RunFailure:
+def failed(s: LAct, error: BaseException, lifeline: str, event) -> RunFailure:
     """The failure of an action that raised (or exited) with ``error``."""
+    event = event() if callable(event) else event
     if isinstance(error, SystemExit):
         cause = f"action {s.label!r} called sys.exit({error.code!r})"
     else:
@@ -82,8 +84,9 @@ def failed(s: LAct, error: BaseException, lifeline: str, event: str) -> RunFailu
     return RunFailure(lifeline, event, cause, _raised_at(s, error) or s.where, kind="action")
 
 
-def assignments(s: LAct, value, variables: dict, lifeline: str, event: str) -> dict:
-    """The variables ``value`` assigns, each checked against its declaration and JSON."""
+def assignments(s: LAct, value, variables: dict, lifeline: str, event) -> dict:
+    """The variables ``value`` assigns, each checked against its declaration and JSON
+    (``event`` as for :func:`start`)."""
     names = s.assigns
     if not names:
         return {}
@@ -99,6 +102,9 @@ def assignments(s: LAct, value, variables: dict, lifeline: str, event: str) -> d
                    f"or a dict of them")
     for name, item in updates.items():
         kind = variables[name].type
+        if type(item) is int and (kind is int or kind is float or kind is object) \
+                and SMALLEST_INT <= item <= LARGEST_INT:
+            continue  # the checks below in one line, for the commonest value (P4's)
         if not model.conforms(item, kind):
             raise _bad(s, lifeline, event, f"gave {name} = {_short(item)}, which is not "
                        f"{model.type_name(kind)}")
@@ -109,7 +115,8 @@ def assignments(s: LAct, value, variables: dict, lifeline: str, event: str) -> d
     return updates
 
 
-def _bad(s: LAct, lifeline: str, event: str, what: str) -> RunFailure:
+def _bad(s: LAct, lifeline: str, event, what: str) -> RunFailure:
+    event = event() if callable(event) else event
     return RunFailure(lifeline, event, f"action {s.label!r} {what}", _defined_at(s) or s.where,
                       kind="action")
 

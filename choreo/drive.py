@@ -32,6 +32,10 @@ from typing import Callable
 
 from .actions import bounded, own
 
+# What an action returns that cannot be awaitable, told by its type alone: ``isawaitable``
+# asks an ABC, 0.5 µs an action (bench/runner_steps.py).  Exact types: a subclass may be.
+_PLAIN = frozenset((type(None), bool, int, float, str, dict, list, tuple))
+
 
 class Driver:
     """Runners of one plan (a whole simulated run's, or one lifeline's), driven together.
@@ -53,6 +57,10 @@ class Driver:
         self.acting = False  # calling an action, or awaiting it in-line
         self.steps = 0  # events taken so far
         self._here = {runner.name: runner for runner in self.runners}
+        # Fixed per driver, not worked out per run: a lifeline process starts a run whenever
+        # a message comes to an idle runner, so once a message at worst (bench/runner_steps.py)
+        self._width = max(runner.index for runner in self.runners) + 1
+        self._only = self.runners[0].index if len(self.runners) == 1 else None  # a lifeline's
 
     def run(self, until: Callable[[int], bool] | None = None):
         """Take events until none can happen now (returns False) or ``until(steps)`` is true
@@ -64,7 +72,7 @@ class Driver:
         # Each runner's options, asked again only of the runners a step changed: the one
         # that fired and the receiver of its message (a step's cost, bench P5).  At the
         # runner's place in the plan: a list is cheaper to refresh than a dict (P5 again).
-        lists = [()] * (max(runner.index for runner in self.runners) + 1)
+        lists, only = [()] * self._width, self._only
         for runner in self.runners:
             lists[runner.index] = runner.enabled()
         steps = self.steps
@@ -74,9 +82,12 @@ class Driver:
                     option, value = done
                     runner = option[0]
                 else:
-                    options = []
-                    for some in lists:
-                        options += some
+                    if only is not None:
+                        options = lists[only]  # a new list each step: nobody else holds it
+                    else:
+                        options = []
+                        for some in lists:
+                            options += some
                     if under_way:
                         options = [o for o in options if o[1] not in under_way]
                     if not options:
@@ -91,7 +102,7 @@ class Driver:
                             before()
                         self.acting = True
                         value = runner.start(option, snapshot)
-                        if isawaitable(value):
+                        if type(value) not in _PLAIN and isawaitable(value):
                             if background is not None:
                                 under_way[thread] = option, background.submit(value)
                                 self.acting = False

@@ -64,6 +64,7 @@ class Message(NamedTuple):
 # builds a few, and a NamedTuple costs five times as much to build (bench P5).
 Option = tuple
 _EMPTY = MappingProxyType({})
+_new = tuple.__new__  # Event.checked without the call of a classmethod (bench/runner_steps.py)
 
 
 def calls(option: Option) -> bool:
@@ -98,8 +99,16 @@ class Runner:
         self.sent = 0  # messages so far: the next is f"{name}:{sent + 1}"
         self.threads: list[Thread] = []
         body = plan.projection.program(lifeline).body
-        self.atomic = any(type(s) is LAtomic for s in walk(body))  # else no holder to keep
+        shared = plan.shared.get(lifeline)
+        if shared is None:  # the first runner of this lifeline of this plan
+            shared = plan.shared[lifeline] = (any(type(s) is LAtomic for s in walk(body)), {})
+        self.atomic = shared[0]  # else no holder to keep
         self.holder: tuple | None = None  # (thread, its AtomicFrame) while a block is held
+        # id(LChoose/LWhile) -> (its guard's slot, the tells if false, if true, the guard's
+        # text), immutable, shared by the lifeline's runners: the plan holds the statements
+        self.decisions: dict = shared[1]
+        self.naming = lambda: f"{self.name}.{self.taken + 1}"  # the next event's id, when
+        # a failure needs it: not built per action (bench/runner_steps.py)
         self._spawn(Thread([Frame(body, ())]))
 
     @property
@@ -147,7 +156,7 @@ class Runner:
         """Call the action ``option`` is at; its value (or an awaitable the driver awaits).
         ``snapshot``: it sees a copy of the store (:func:`choreo.actions.start`)."""
         return actions.start(option[1].want[1], self.store, self.rng, self.name,
-                             self.next_event, snapshot)
+                             self.naming, snapshot)
 
     def action_failed(self, option: Option, error: BaseException) -> RunFailure:
         """The failure of an awaited action that raised ``error``."""
@@ -155,53 +164,52 @@ class Runner:
 
     def fire(self, option: Option, value=None) -> tuple[Event | None, Message | None]:
         """Take the event: (the recorded event or None when not recording, the message to send)."""
-        if not self.atomic:
-            return self._fire(option, value)
-        held = self.holder or claimant(option[1])  # the block this event is in, if any
-        fired = self._fire(option, value)
-        self.holder = held if held is not None and held[1] in held[0].frames else None
-        return fired
-
-    def _fire(self, option: Option, value) -> tuple[Event | None, Message | None]:
         _, thread, message = option
+        held = (self.holder or claimant(thread)) if self.atomic else None  # its block, if any
         kind, s = thread.want
         try:
             if kind == "recv":
-                return self._receive(thread, message), None
-            if kind == "act":
-                return self._act(thread, s, value), None
-            if kind == "choice":
-                return self._choice(thread, s), None
-            if kind == "send":
-                values = {into: self.store.get(var) for var, into in zip(s.vars, s.into)}
-                return self._send(thread, ("m", s.msg), s.to, values, s.label, None)
-            return self._send(thread, ("c", s.choice), s.to, {}, s.label, s.outcome)  # tell
+                fired = self._receive(thread, message), None
+            elif kind == "act":
+                fired = self._act(thread, s, value), None
+            elif kind == "choice":
+                fired = self._choice(thread, s), None
+            elif kind == "send":
+                store = self.store
+                values = {into: store.get(var) for var, into in zip(s.vars, s.into)}
+                fired = self._send(thread, ("m", s.msg), s.to, values, s.label, None)
+            else:  # tell
+                fired = self._send(thread, ("c", s.choice), s.to, {}, s.label, s.outcome)
         except EvaluationError as error:  # a predicate raised while the monitor evaluated
             raise RunFailure(self.name, self.next_event, f"cannot evaluate a "
                              f"guard: {error}", kind="predicate") from None
+        if self.atomic:
+            self.holder = held if held is not None and held[1] in held[0].frames else None
+        return fired
 
     # -------------------------------------------------------------- the events
 
     def _event(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
                outcome=None, payload=None) -> Event | None:
         """Count the event; build it if recording.  ``updates`` is a dict nobody changes
-        later, so it is wrapped read-only, not copied (``Event.checked``: bench P5)."""
+        later, so it is wrapped read-only, not copied (``Event.checked``: bench P5).  Called
+        with positional arguments: keywords cost per call (bench/runner_steps.py)."""
         self.taken += 1
         if not self.record:
             return None
         clocks = self.clocks
-        return Event.checked((f"{self.name}.{self.taken}", self.name, kind, to, msg,
-                              MappingProxyType(updates) if updates else _EMPTY, label, guard,
-                              outcome, clocks.stamp(self.name, kind, msg) if clocks else None,
-                              None, payload))
+        return _new(Event, (f"{self.name}.{self.taken}", self.name, kind, to, msg,
+                            MappingProxyType(updates) if updates else _EMPTY, label, guard,
+                            outcome, clocks.stamp(self.name, kind, msg) if clocks else None,
+                            None, payload))
 
     def _act(self, thread: Thread, s: LAct, value) -> Event | None:
         updates = (dict(s.values) if s.fn is None else
-                   actions.assignments(s, value, self.variables, self.name, self.next_event))
+                   actions.assignments(s, value, self.variables, self.name, self.naming))
         self.monitor.act(updates)
         thread.frames[-1].pc += 1
         self._settle(thread)
-        return self._event("act", updates=updates, label=s.label)
+        return self._event("act", None, None, updates, s.label)
 
     def _send(self, thread: Thread, key: tuple, to: str, values: dict, label: str,
               outcome: bool | None) -> tuple[Event | None, Message]:
@@ -209,19 +217,22 @@ class Runner:
         self.sent += 1
         msg_id = f"{self.name}:{self.sent}"
         top = thread.frames[-1]
-        message = Message((*key, top.path), self.name, to, values, self.monitor.send(), label,
-                          outcome, msg_id)
+        message = _new(Message, ((*key, top.path), self.name, to, values, self.monitor.send(),
+                                 label, outcome, msg_id))  # Message(...) without its __new__
         top.pc += 1
         self._settle(thread)
         payload = dict(values) if key[0] == "m" else {"outcome": outcome}
-        return self._event("send", to=to, msg=msg_id, label=label, payload=payload), message
+        return self._event("send", to, msg_id, None, label, None, None, payload), message
 
     def _choice(self, thread: Thread, s) -> Event | None:
         top = thread.frames[-1]
-        self.monitor.choice()
-        outcome = self.monitor.value(s.guard.checked.primitive)
-        told = f"{s.label}: {str(outcome).lower()}"  # the control messages' label
-        if isinstance(s, LChoose):
+        monitor = self.monitor
+        monitor.choice()
+        decision = self.decisions.get(id(s))  # the plan outlives the runner: ids stay its
+        if decision is None:
+            decision = self.decisions[id(s)] = self._decision(s)
+        outcome = bool(monitor.values[decision[0]])
+        if type(s) is LChoose:
             top.pc += 1
             path = top.path
             thread.frames.append(Frame(s.then if outcome else s.else_, path))
@@ -233,24 +244,32 @@ class Runner:
             else:
                 top.pc += 1
                 top.next_k = 0
-        if s.tell:
-            tells = tuple(Tell(s.choice, to, outcome, told) for to in s.tell)
+        tells = decision[1 + outcome]
+        if tells:
             thread.frames.append(Frame(tells, path))
         self._settle(thread)
-        return self._event("choice", label=s.label, guard=s.guard.canonical, outcome=outcome)
+        return self._event("choice", None, None, None, s.label, decision[3], outcome)
+
+    def _decision(self, s) -> tuple:
+        """What every firing of decision ``s`` shares: its guard's slot in the monitor, the
+        control sends (immutable ``Tell``) for each outcome, its guard's canonical text."""
+        tells = [tuple(Tell(s.choice, to, outcome, f"{s.label}: {str(outcome).lower()}")
+                       for to in s.tell) for outcome in (False, True)]
+        return self.monitor.slot(s.guard.checked.primitive), *tells, s.guard.canonical
 
     def _receive(self, thread: Thread, message: Message) -> Event | None:
         del self.inbox[message.key]
         top = thread.frames[-1]
         s = top.block[top.pc]
-        if isinstance(s, LBranch) and s.via == "message":
+        kind = type(s)  # the statement classes are final
+        if kind is LBranch and s.via == "message":
             first = s.then if message.key[1] == s.then[0].msg else s.else_
             top.pc += 1
             thread.frames.append(Frame(first, top.path, pc=1))
-        elif isinstance(s, LBranch):
+        elif kind is LBranch:
             top.pc += 1
             thread.frames.append(Frame(s.then if message.outcome else s.else_, top.path))
-        elif isinstance(s, LLoop):
+        elif kind is LLoop:
             if message.outcome:
                 thread.frames.append(Frame(s.body, top.path + (top.next_k,)))
                 top.next_k += 1
@@ -262,7 +281,7 @@ class Runner:
         updates = message.values
         self.monitor.receive(message.metadata, updates or None)
         self._settle(thread)
-        return self._event("recv", msg=message.msg_id, updates=updates, label=message.label)
+        return self._event("recv", None, message.msg_id, updates, message.label)
 
     # ------------------------------------------------------------ settling
 
@@ -278,7 +297,7 @@ class Runner:
                 frames.pop()  # a loop body ends: its loop statement below comes round
                 continue
             s = top.block[top.pc]
-            if isinstance(s, LPar):
+            if type(s) is LPar:
                 top.pc += 1
                 thread.joining = len(s.threads)
                 thread.want = None

@@ -32,6 +32,9 @@ class Plan:
     monitors: Program = attrs.field(eq=False, repr=False)  # every decision's guard, compiled
     symbols: tuple[str, ...]
     predicates: tuple[str, ...] = ()  # the application predicates the guards call
+    # lifeline -> what its every Runner derives from the plan alike (choreo.machine): built
+    # by the first, so a sweep of runs does not redo it per run (bench P5).
+    shared: dict = attrs.field(factory=dict, eq=False, repr=False)
 
     @property
     def name(self) -> str:

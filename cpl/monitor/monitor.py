@@ -66,6 +66,11 @@ class Monitor:
         """A compiled guard's (primitive formula's) value at this lifeline's latest event."""
         return bool(self._values()[self._slot_of[formula]])
 
+    def slot(self, formula) -> int:
+        """Where a compiled guard's value is in :attr:`values`: a driver that reads the same
+        guard at every decision looks its slot up once (hashing a formula costs per call)."""
+        return self._slot_of[formula]
+
     @property
     def values(self) -> dict[int, int]:
         """Slot → value at the latest event, for the slots that outlive an event."""

@@ -10,7 +10,7 @@ per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way.
 """
 
 from .clocks import Clocks
-from .codec import encode_json, value_problem
+from .codec import LARGEST_INT, SMALLEST_INT, encode_json, value_problem
 from .files import dump_trace, load_trace, open_trace
 from .merge import merge as merge_logs, read_log
 from .msc import KINDS, Event, Trace

@@ -104,13 +104,27 @@ class Event(collections.namedtuple("_EventFields", _EVENT_FIELDS)):
 
     def to_dict(self) -> dict:
         """JSON-ready, omitting absent optional fields (the inverse of loading)."""
-        data: dict = {"id": self.id, "lifeline": self.lifeline, "kind": self.kind}
-        for name, value in zip(self._fields[3:], self[3:]):  # in field order, as written
-            if name == "set":
-                if value:
-                    data["set"] = dict(value)
-            elif value is not None:
-                data[name] = dict(value) if name == "vc" else value
+        # Unrolled, in field order, as written: a lifeline's log calls it per event (P4).
+        id, lifeline, kind, to, msg, set, label, guard, outcome, vc, time, payload = self
+        data: dict = {"id": id, "lifeline": lifeline, "kind": kind}
+        if to is not None:
+            data["to"] = to
+        if msg is not None:
+            data["msg"] = msg
+        if set:
+            data["set"] = dict(set)
+        if label is not None:
+            data["label"] = label
+        if guard is not None:
+            data["guard"] = guard
+        if outcome is not None:
+            data["outcome"] = outcome
+        if vc is not None:
+            data["vc"] = dict(vc)
+        if time is not None:
+            data["time"] = time
+        if payload is not None:
+            data["payload"] = payload
         return data
 
 
