@@ -135,7 +135,6 @@ class LocalProcesses(Launcher):
         if lifeline_command is not _LIFELINE_COMMAND or not zygote.forkable():
             return
         from . import lifeline  # noqa: F401 - imported once here, not in every copy
-        from zmq.auth import thread  # noqa: F401 - the ZAP handler's, likewise
         for name in self.lifelines:
             self.processes[name] = zygote.fork_lifeline(name, plan)
         self._keep()
