@@ -31,10 +31,10 @@ import collections
 import contextlib
 import itertools
 import os
+import secrets
 import signal
 import tempfile
 import time
-import uuid
 
 import zmq
 
@@ -59,7 +59,7 @@ class Supervisor:
         self.plan, self.inputs, self.seed, self.timeout = plan, inputs, seed, timeout
         self.choreography, self.host = os.path.abspath(choreography), host
         self.choreography_name = choreography_name
-        self.run_id = uuid.uuid4().hex[:16]  # 64 bits name a run well enough; every frame holds it
+        self.run_id = secrets.token_hex(8)  # 64 bits name a run well enough; every frame holds it
         self.lifelines = plan.lifelines
         self.launchers = launchers if launchers is not None else [LocalProcesses(self.lifelines)]
         placed = [name for launcher in self.launchers for name in launcher.lifelines]
