@@ -23,14 +23,15 @@ Where start-up goes (each a fresh process, medians, interleaved with the runs):
   ``runtime.lifeline``: zmq, msgpack, choreo, cpl), wall time minus the
   interpreter's;
 * ``prepare(load_one(CHOREO))`` — import the choreography, validate, project,
-  compile the guards — timed inside the process; every lifeline does it, and
-  the supervisor once before it starts them;
-* the CPU seconds of one process doing all three (what each lifeline spends
-  before its ``hello``): with N lifelines on 2 cores that alone is ≥ N × it / 2
-  of wall time;
-* what is left of the time to the first event is process spawning, the
-  lifelines' CURVE keys and sockets, the rendezvous (``hello`` → ``start``)
-  and waiting for a core.
+  compile the guards — timed inside the process; the supervisor does it once
+  and forks its lifelines from there (``runtime.zygote``; before issue 19 every
+  lifeline did it again);
+* the CPU seconds of one process doing all three: what the supervisor spends
+  before it forks the first lifeline (a lifeline started as the command, where
+  forking is unsafe, spends it too);
+* what is left of the time to the first event is forking, the lifelines'
+  CURVE keys and sockets, the rendezvous (``hello`` → ``start``) and waiting
+  for a core.
 """
 
 from __future__ import annotations

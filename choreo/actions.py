@@ -15,7 +15,6 @@ lifeline, the event and the line of the action that failed.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import threading
@@ -162,6 +161,7 @@ class Interrupted(KeyboardInterrupt):
 async def bounded(awaitable, deadline: float | None):
     if deadline is None:
         return await awaitable
+    import asyncio  # here, not at the top: a run without async actions never needs it
     try:
         return await asyncio.wait_for(awaitable, max(0.0, deadline - time.monotonic()))
     except asyncio.TimeoutError:
@@ -173,7 +173,7 @@ class Awaiter:
     in a worker thread if this thread already runs a loop (a notebook, an async app)."""
 
     def __init__(self):
-        self._runner: asyncio.Runner | None = None
+        self._runner = None  # an asyncio.Runner, made on first use
         self._worker: ThreadPoolExecutor | None = None
 
     def __enter__(self):
@@ -181,6 +181,7 @@ class Awaiter:
 
     def __call__(self, awaitable, deadline):
         if self._runner is None:
+            import asyncio
             self._runner = asyncio.Runner()
             if _loop_running():
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="cpl-actions")
@@ -202,6 +203,7 @@ class Awaiter:
 
 
 def _loop_running() -> bool:
+    import asyncio
     try:
         asyncio.get_running_loop()
         return True
@@ -212,23 +214,27 @@ def _loop_running() -> bool:
 class Background:
     """Awaits many actions at once for a driver that must not block (a lifeline process).
 
-    The actions run on an event loop in a thread of its own; :meth:`submit` gives
+    The actions run on an event loop in a thread of its own, started by the first
+    :meth:`submit` (a run without async actions has neither); :meth:`submit` gives
     a ``concurrent.futures.Future``, and ``wake_fd`` turns readable whenever one
     is done, so the driver can poll it beside its sockets.  Leaving the block
     cancels what is still running.
     """
 
     def __enter__(self):
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="cpl-actions",
-                                        daemon=True)
-        self._thread.start()
+        self._loop = self._thread = None
         self.wake_fd, self._poke = os.pipe()
         os.set_blocking(self.wake_fd, False)
         os.set_blocking(self._poke, False)
         return self
 
     def submit(self, awaitable):
+        import asyncio
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+            self._thread = threading.Thread(target=self._loop.run_forever,
+                                            name="cpl-actions", daemon=True)
+            self._thread.start()
         future = asyncio.run_coroutine_threadsafe(bounded(awaitable, None), self._loop)
         future.add_done_callback(self._wake)
         return future
@@ -248,13 +254,16 @@ class Background:
             pass
 
     def __exit__(self, *exc):
-        def stop():
-            for task in asyncio.all_tasks(self._loop):
-                task.cancel()
-            self._loop.call_soon(self._loop.stop)  # after the cancellations are delivered
-        self._loop.call_soon_threadsafe(stop)
-        self._thread.join(timeout=5)
-        if not self._thread.is_alive():
-            self._loop.close()
+        if self._loop is not None:
+            import asyncio
+
+            def stop():
+                for task in asyncio.all_tasks(self._loop):
+                    task.cancel()
+                self._loop.call_soon(self._loop.stop)  # after the cancellations are delivered
+            self._loop.call_soon_threadsafe(stop)
+            self._thread.join(timeout=5)
+            if not self._thread.is_alive():
+                self._loop.close()
         os.close(self.wake_fd)
         os.close(self._poke)

@@ -26,7 +26,6 @@ between drivers is a parameter, not a branch of the loop:
 
 from __future__ import annotations
 
-import asyncio
 from inspect import isawaitable
 from typing import Callable
 
@@ -163,6 +162,7 @@ def complete(steps, wait: Callable | None = None):
 
 async def complete_async(steps, deadline: float | None = None):
     """:func:`complete` on the running event loop, each await bounded by ``deadline``."""
+    import asyncio  # loaded, since a loop runs us; not at the top: a lifeline never needs it
     try:
         pending = next(steps)  # StopIteration at once: a run with no async action
         while True:

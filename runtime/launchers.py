@@ -12,6 +12,10 @@ the same connections, without a change to the control protocol.
 
 What every launcher guarantees (the supervisor relies on nothing else):
 
+* ``ready(plan)``, called once when the launcher is entered, before the
+  supervisor makes its ZeroMQ context or starts a thread: what needs a
+  process of one thread happens there (``LocalProcesses`` forks its lifelines
+  from the prepared plan, :mod:`runtime.zygote`).
 * ``public_keys()``, called once before ``launch``, names the lifelines that
   make their own CURVE key pair where they run, with their public keys: their
   secret keys never travel, and their connections carry none (``secret`` is
@@ -75,6 +79,9 @@ class Launcher:
     lifelines: tuple[str, ...] = ()
     patience: float = HELLO_TIMEOUT
 
+    def ready(self, plan) -> None:
+        pass
+
     def public_keys(self) -> dict[str, str]:
         return {}
 
@@ -109,24 +116,45 @@ class Launcher:
 
 
 class LocalProcesses(Launcher):
-    """``cpl lifeline NAME --stdin`` child processes on this host, each in its own session
-    and process group (a terminal's Ctrl-C reaches the supervisor only; the group is
-    killed with the lifeline).  The connection goes through the
-    child's standard input, which stays open: its end (the supervisor gone, even killed
-    with -9) ends the child."""
+    """Lifeline processes on this host, each in its own session and process group (a
+    terminal's Ctrl-C reaches the supervisor only; the group is killed with the
+    lifeline): forked from the supervisor once it has prepared the plan
+    (:mod:`runtime.zygote`) where that is safe, else ``cpl lifeline NAME --stdin``
+    commands.  The connection goes through the child's standard input, which stays
+    open: its end (the supervisor gone, even killed with -9) ends the child."""
 
     def __init__(self, lifelines):
         self.lifelines = tuple(lifelines)
-        self.processes: dict[str, subprocess.Popen] = {}
+        self.processes: dict = {}  # lifeline -> its subprocess.Popen or zygote.Forked
         self.keeper: Keeper | None = None  # kills the groups even if we are killed
 
+    def ready(self, plan) -> None:
+        """Fork every lifeline now, while this process has one thread, unless a caller
+        replaced ``lifeline_command`` (a bench that profiles the command) or it cannot."""
+        from . import zygote
+        if lifeline_command is not _LIFELINE_COMMAND or not zygote.forkable():
+            return
+        from . import lifeline  # noqa: F401 - imported once here, not in every copy
+        for name in self.lifelines:
+            self.processes[name] = zygote.fork_lifeline(name, plan)
+        self._keep()
+
+    def _keep(self) -> None:
+        """The keeper, started once the lifelines are forked (none holds its pipe)."""
+        if self.keeper is None:
+            self.keeper = Keeper()
+            for process in self.processes.values():
+                self.keeper.keep(process.pid)
+
     def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
-        self.keeper = Keeper()
+        self._keep()
         for name, connection in drafts.items():
-            process = subprocess.Popen(lifeline_command(name), stdin=subprocess.PIPE,
-                                       start_new_session=True)
-            self.processes[name] = process
-            self.keeper.keep(process.pid)
+            process = self.processes.get(name)
+            if process is None:
+                process = subprocess.Popen(lifeline_command(name), stdin=subprocess.PIPE,
+                                           start_new_session=True)
+                self.processes[name] = process
+                self.keeper.keep(process.pid)
             with contextlib.suppress(BrokenPipeError):  # it died at once: ended() says so
                 process.stdin.write(connection.to_json().encode("utf-8") + b"\n")
                 process.stdin.flush()
@@ -145,6 +173,8 @@ class LocalProcesses(Launcher):
         disk event by event: nothing done is lost)."""
         for process in self.processes.values():
             kill_group(process.pid)
+            if process.returncode is None:
+                process.kill()  # a fork that has not made its own group yet
         for process in self.processes.values():
             process.wait()
 
@@ -214,3 +244,6 @@ def lifeline_command(name: str) -> list[str]:
     installed = os.path.join(os.path.dirname(sys.executable), "cpl")
     head = [installed] if os.access(installed, os.X_OK) else [sys.executable, "-m", "runtime.cli"]
     return [*head, "lifeline", name, "--stdin"]
+
+
+_LIFELINE_COMMAND = lifeline_command  # replaced by a caller (a bench): its command runs

@@ -120,11 +120,14 @@ class LifelineProcess:
     """One lifeline of a run, serving its Runner over ZeroMQ (the DSL's ``Lifeline`` is the
     choreography's handle of the same name)."""
 
-    def __init__(self, connection: Connection):
+    def __init__(self, connection: Connection, plan=None):
         self.c = connection
-        choreography = load_one(connection.choreography, connection.choreography_name)
-        self.fingerprint = fingerprint(choreography, connection.inputs, connection.seed)
-        plan = prepare(choreography)
+        if plan is None:  # loaded here: the fingerprint says whether it is the run's plan
+            choreography = load_one(connection.choreography, connection.choreography_name)
+            self.fingerprint = fingerprint(choreography, connection.inputs, connection.seed)
+            plan = prepare(choreography)
+        else:  # the supervisor's own, prepared before it forked us (runtime.zygote)
+            self.fingerprint = connection.fingerprint
         inputs = plan.inputs(values=connection.inputs)
         name = connection.lifeline
         self.runner = plan.runner(name, plan.stores(inputs)[name], connection.seed)
@@ -365,7 +368,7 @@ def _interrupted(*_) -> None:
     raise Interrupted
 
 
-def main(connection: Connection, watch_stdin: bool) -> int:
+def main(connection: Connection, watch_stdin: bool, plan=None) -> int:
     """Run the lifeline; with ``watch_stdin`` it dies with the supervisor (at once on Linux,
     else at the end of standard input, the supervisor's pipe), and the supervisor's keeper
     kills its process group (:mod:`runtime.lineage`): a supervisor killed with -9 leaves
@@ -373,7 +376,7 @@ def main(connection: Connection, watch_stdin: bool) -> int:
     if watch_stdin:  # started by cpl run: its child, leading a process group of its own
         die_with_parent()
         threading.Thread(target=_exit_on_eof, name="cpl-parent", daemon=True).start()
-    return LifelineProcess(connection).serve()
+    return LifelineProcess(connection, plan).serve()
 
 
 def _exit_on_eof() -> None:

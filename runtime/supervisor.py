@@ -31,10 +31,10 @@ import collections
 import contextlib
 import itertools
 import os
+import secrets
 import signal
 import tempfile
 import time
-import uuid
 
 import zmq
 
@@ -59,7 +59,7 @@ class Supervisor:
         self.plan, self.inputs, self.seed, self.timeout = plan, inputs, seed, timeout
         self.choreography, self.host = os.path.abspath(choreography), host
         self.choreography_name = choreography_name
-        self.run_id = uuid.uuid4().hex[:16]  # 64 bits name a run well enough; every frame holds it
+        self.run_id = secrets.token_hex(8)  # 64 bits name a run well enough; every frame holds it
         self.lifelines = plan.lifelines
         self.launchers = launchers if launchers is not None else [LocalProcesses(self.lifelines)]
         placed = [name for launcher in self.launchers for name in launcher.lifelines]
@@ -102,10 +102,10 @@ class Supervisor:
 
         Everything the run holds is in the one scope below and is released on every
         path (an error of ours, a second Ctrl-C), in reverse order: the ZAP handler, the
-        lifelines (ended by their launchers) and the connection files, the ZeroMQ
-        context with its sockets, the SIGTERM handler, the run's temp folder.  The keys
-        are made once the launchers are entered (a Ray actor makes its own pair), before
-        anything binds.  The ``parts`` folder outlives the run: its caller removes it once
+        ZeroMQ context with its sockets, the lifelines (ended by their launchers) and the
+        connection files, the SIGTERM handler, the run's temp folder.  The launchers come
+        first, in a process of one thread (``LocalProcesses`` forks there); then the keys
+        (a Ray actor makes its own pair), before anything binds.  The ``parts`` folder outlives the run: its caller removes it once
         the trace is whole."""
         began = time.monotonic()  # --timeout counts from here, the lifelines' start-up included
         with contextlib.ExitStack() as scope:
@@ -113,14 +113,15 @@ class Supervisor:
                 tempfile.TemporaryDirectory(prefix="cpl-run-", ignore_cleanup_errors=True))
             self._keep()
             scope.enter_context(_sigterm_as_ctrl_c())
+            for launcher in self.launchers:  # before any thread or context: one may fork
+                scope.enter_context(launcher)
+                launcher.ready(self.plan)
             context = zmq.Context()
             scope.callback(context.destroy, 0)  # closes every socket left (linger 0), then terms
             control = context.socket(zmq.ROUTER)
             control.linger = 0
             control.maxmsgsize = MAX_CONTROL
             try:
-                for launcher in self.launchers:
-                    scope.enter_context(launcher)
                 if self.secure:
                     self.keys = self._keys()
                     scope.callback(authenticator(context, KeyRing(self.keys[""].lifelines)).stop)

@@ -8,7 +8,6 @@ A schema that lists its symbols is closed: any other bare name is an error.
 
 from __future__ import annotations
 
-import difflib
 import json
 import os
 from pathlib import Path
@@ -173,6 +172,7 @@ def symbol_warnings(formula: ast.Formula, schema: Schema) -> list[str]:
             if type(term) is ast.Symbol and len(term.name) >= 3 and term.name not in declared:
                 near = [v for v in variables if len(v) >= 3 and one_edit_apart(term.name, v)]
                 if near:
+                    import difflib  # only for a warning: every start-up would pay it
                     best = max(sorted(near), key=lambda v: difflib.SequenceMatcher(
                         None, term.name, v).ratio())
                     warnings.setdefault(f"`{term.name}` is a symbol (the string "
@@ -206,6 +206,7 @@ def did_you_mean(name, candidates) -> str:
     known = sorted(str(c) for c in candidates)
     if len(known) > _MOST_CANDIDATES:  # the search would cost more than it helps
         return ""
+    import difflib  # only when a name is wrong: every start-up would pay it
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     if not close:
         lowered = {c.lower(): c for c in known}

@@ -4,10 +4,11 @@ One module per command group (``check``, ``choreography`` for validate and
 show, ``evaluate``, ``run`` with ``lifeline``, ``merge``, ``view`` for
 render and explain, ``explore``); the options they share are built by ``arguments``.
 It lives in ``runtime`` because that package may import all three layers.
-Building the parser stays import-light (every invocation builds it whole):
-a command loads what it needs when it runs.  Exit status (``usage``): 0
-success, 1 the input was read but the work failed, 2 usage errors and guards
-or choreographies that do not parse, resolve or check.
+Building the parser stays import-light (every invocation builds it whole, but for
+``render``'s options when another command runs): a command loads what it needs
+when it runs.  Exit status (``usage``): 0 success, 1 the input was read but the
+work failed, 2 usage errors and guards or choreographies that do not parse,
+resolve or check.
 """
 
 from __future__ import annotations
@@ -37,24 +38,50 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _Version(argparse.Action):
+    """``--version``, looked up only when asked: ``importlib.metadata`` costs every other
+    command ~15 ms of its start-up."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS,
+                 help="show program's version number and exit"):
+        super().__init__(option_strings, dest, nargs=0, default=default, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"cpl {_version()}")
+        parser.exit()
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole parser; for a ``command`` other than ``render``, without ``render``'s
+    options (``add_view_commands``): nothing else differs."""
     parser = argparse.ArgumentParser(
         prog="cpl", description="Causal Past Logic guards for distributed agent workflows.")
-    parser.add_argument("--version", action="version", version=f"cpl {_version()}")
+    parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     add_check_command(commands)
     add_eval_command(commands)
     add_choreography_commands(commands)
     add_run_commands(commands)
     add_merge_command(commands)
-    add_view_commands(commands)
+    add_view_commands(commands, drawing=command in (None, "render"))
     add_explore_command(commands)
     return parser
 
 
+def _command(argv: list[str]) -> str | None:
+    """The command ``argv`` names (its first word that is no option: the options before
+    it take no value), None if none, or if help is asked first."""
+    for word in argv:
+        if word in ("-h", "--help"):
+            return None
+        if not word.startswith("-"):
+            return word
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     from choreo.errors import ChoreographyError
-    args = build_parser().parse_args(argv)
+    args = build_parser(_command(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     try:
         return args.run(args)
     except ChoreographyError as error:

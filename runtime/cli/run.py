@@ -16,7 +16,6 @@ import contextlib
 import json
 import math
 import os
-import shlex
 import shutil
 import signal
 import sys
@@ -182,6 +181,7 @@ def _unwritten(event) -> None:
 
 def _merge(parts: str, trace: str) -> str:
     """The command that rebuilds ``trace`` from its ``parts``, ready to paste."""
+    import shlex
     return f"cpl merge {shlex.quote(parts)} -o {shlex.quote(trace)}"
 
 

@@ -120,25 +120,17 @@ def cmd_explain(args) -> int:
     return EXIT_OK
 
 
-def add_view_commands(commands) -> None:
-    from cpl.view import FORMATS, MAX_ROWS
-
+def add_view_commands(commands, drawing: bool = True) -> None:
+    """``render`` and ``explain``; without ``drawing``, ``render`` has no options: they
+    need ``cpl.view`` (~25 ms of start-up), which a parser built for another command
+    does not (``runtime.cli.build_parser``)."""
     render = add_command(
         commands, "render", cmd_render,
         help="draw the MSC of a trace (SVG, PNG, PDF, DOT, HTML or a ShiViz log)",
         description="Draw the message sequence chart of TRACE: one column per lifeline, "
         "time downward, choices as diamonds coloured by outcome, messages in transit dashed.")
-    add_trace_file(render)
-    render.add_argument("-o", "--output", metavar="OUT", required=True,
-                        help="the file to write; its suffix gives the format")
-    render.add_argument("--format", choices=FORMATS, help="the format, if not OUT's suffix")
-    render.add_argument("--highlight", metavar="EVENT", help="emphasise EVENT's causal past, "
-                        "grey the rest, and ring the latest event of each lifeline it saw")
-    render.add_argument("--max-rows", type=int, default=MAX_ROWS, metavar="N",
-                        help=f"past N rows, fold runs of local acts, then draw only a window "
-                        f"of N rows around --highlight (else the end); 0: no limit "
-                        f"(default {MAX_ROWS})")
-    add_predicates(render)
+    if drawing:
+        _render_options(render)
 
     explain = add_command(
         commands, "explain", cmd_explain,
@@ -152,6 +144,22 @@ def add_view_commands(commands) -> None:
                          help="the guard to explain (default: the choice's recorded guard)")
     add_format(explain, "text", "json")
     add_predicates(explain)
+
+
+def _render_options(render) -> None:
+    from cpl.view import FORMATS, MAX_ROWS
+
+    add_trace_file(render)
+    render.add_argument("-o", "--output", metavar="OUT", required=True,
+                        help="the file to write; its suffix gives the format")
+    render.add_argument("--format", choices=FORMATS, help="the format, if not OUT's suffix")
+    render.add_argument("--highlight", metavar="EVENT", help="emphasise EVENT's causal past, "
+                        "grey the rest, and ring the latest event of each lifeline it saw")
+    render.add_argument("--max-rows", type=int, default=MAX_ROWS, metavar="N",
+                        help=f"past N rows, fold runs of local acts, then draw only a window "
+                        f"of N rows around --highlight (else the end); 0: no limit "
+                        f"(default {MAX_ROWS})")
+    add_predicates(render)
 
 
 __all__ = ["add_view_commands", "cmd_explain", "cmd_render", "drawn", "write_atomically"]
