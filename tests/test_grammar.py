@@ -1,10 +1,12 @@
 """The textual syntax: each construct, precedence, names, literals, AST values."""
 
+import json
+
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 import cpl
-from cpl.lang import ast
+from cpl.lang import ast, tables
 from cpl import parse, to_text
 from cpl.lang.ast import (At, Bool, Compare, Const, Hist, Implies, Not, Once, Or, And, Past,
     Pred, Prev, Remote, Seen, Since, Span, Truth, Var)
@@ -331,3 +333,66 @@ def _nest(wrap, depth, inner):
     for _ in range(depth):
         inner = wrap(inner)
     return inner
+
+
+# ----------------------------------------------------------- the shipped tables
+
+def test_the_shipped_parser_tables_are_of_this_grammar_and_lark():
+    """Stale tables are ignored (a slower start, same parse); this says to regenerate."""
+    shipped = json.loads(tables.TABLES.read_text(encoding="utf-8"))
+    assert shipped["stamp"] == tables.stamp(tables.GRAMMAR.read_text(encoding="utf-8")), \
+        "cpl/lang/grammar.tables.json is stale: run python -m cpl.lang.tables"
+
+
+def _outcome(text):
+    try:
+        return ("ok", parse(text), to_text(parse(text)))
+    except cpl.GuardError as error:
+        return ("error", str(error))
+
+
+@settings(max_examples=300)
+@given(formulas(), st.integers(min_value=0, max_value=40), st.sampled_from(
+    ["", ")", "(", "&&", "S", "@", "!", "==", "'", '"', "1e999", " x", ".", ",", "->"]))
+def test_the_loaded_parser_parses_and_refuses_as_the_built_one(parsers, formula,
+                                                                cut, insert):
+    """Same trees, same spans, same error text, for guards and broken guards alike."""
+    text = to_text(formula)
+    broken = text[:cut] + insert + text[cut:]
+    loaded, built = parsers
+    for guard in (text, broken):
+        with loaded():
+            from_tables = _outcome(guard)
+        with built():
+            from_grammar = _outcome(guard)
+        assert from_tables == from_grammar
+
+
+@pytest.fixture(scope="module")
+def parsers():
+    import contextlib
+    from cpl.lang import parser as module
+    grammar = tables.GRAMMAR.read_text(encoding="utf-8")
+    assert tables.TABLES.exists()
+    instances = {"loaded": tables.parser(), "built": tables.build(grammar)}
+    assert instances["loaded"] is not None
+
+    @contextlib.contextmanager
+    def using(which):
+        original = module._lark
+        module._lark = lambda: instances[which]
+        try:
+            yield
+        finally:
+            module._lark = original
+    return (lambda: using("loaded")), (lambda: using("built"))
+
+
+def test_stale_or_broken_tables_are_ignored(tmp_path, monkeypatch):
+    grammar = tables.GRAMMAR.read_text(encoding="utf-8")
+    for content in ("", "{", '{"stamp": {}}', json.dumps({"stamp": tables.stamp(grammar)}),
+                    json.dumps({"stamp": tables.stamp(grammar + " "), "data": {}, "memo": {}})):
+        bad = tmp_path / "tables.json"
+        bad.write_text(content, encoding="utf-8")
+        monkeypatch.setattr(tables, "TABLES", bad)
+        assert tables.parser().parse("a && b") == tables.build(grammar).parse("a && b")

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import functools
 import math
-from pathlib import Path
 
 import lark
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
-from . import ast
+from . import ast, tables
 from ..errors import GuardError
 
 # The words of the grammar that cannot name a variable or a lifeline (cpl.md,
@@ -33,11 +32,7 @@ _CHAINS = {"and_", "or_"}
 MAX_GUARD_LENGTH = 100_000
 
 
-@functools.lru_cache(maxsize=None)
-def _lark() -> lark.Lark:
-    grammar = (Path(__file__).with_name("grammar.lark")).read_text(encoding="utf-8")
-    return lark.Lark(grammar, parser="lalr", lexer="basic", propagate_positions=True,
-                     maybe_placeholders=True)
+_lark = functools.lru_cache(maxsize=None)(tables.parser)
 
 
 def parse(text: str) -> ast.Formula:
