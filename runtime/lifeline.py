@@ -13,10 +13,10 @@ throughout is ``unresponsive``).  With CURVE (the default) the
 inbox accepts only this run's keys and the ZAP handler names each frame's
 real sender, which must match the frame's ``sender``.
 
-Every event is appended to this lifeline's log as it happens (one JSON line,
-one ``write`` to the operating system, before any message that makes it
-visible leaves), so a crash or ``kill -9`` loses nothing already done; the
-supervisor merges the logs into the run's trace.  The Runner is driven by
+Every event is in this lifeline's log as it happens (:mod:`runtime.eventlog`:
+a memory-mapped file, before any message that makes it visible leaves), so a
+crash or ``kill -9`` loses nothing already done; the supervisor merges the
+logs into the run's trace.  The Runner is driven by
 the loop every driver shares (:class:`choreo.drive.Driver`), synchronous;
 an async action runs on an event loop in a thread of its own
 (``Background``) while the lifeline's other threads go on, and its event
@@ -42,78 +42,15 @@ from choreo.drive import Driver, complete
 from choreo.machine import Undeliverable
 from choreo.plan import prepare
 from choreo.status import RunFailure
-from cpl.trace import encode_json
+from .eventlog import EventLog, ShippedLog
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
-from .control import (BEAT, FROM_SUPERVISOR, IDLE, LOG_BATCH, SUPERVISOR_SILENCE, Beat, Hello,
-                      Log, Probe, Start, State, Stop, decode, routing_id, send)
+from .control import (BEAT, FROM_SUPERVISOR, IDLE, SUPERVISOR_SILENCE, Beat, Hello, Probe,
+                      Start, State, Stop, decode, routing_id, send)
 from .lineage import die_with_parent
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
 REFUSALS_SHOWN = 3  # refused frames of one reason said on stderr; the rest only counted
-
-
-class EventLog:
-    """This lifeline's events, one JSON line each, handed to the operating system as each
-    happens (one ``write`` a line, no buffer of ours): a killed process loses nothing."""
-
-    def __init__(self, path: str):
-        self._descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
-                                   0o600)
-        os.register_at_fork(after_in_child=self.close)  # a forked copy writes nothing here
-
-    def write(self, event) -> None:
-        if self._descriptor >= 0:
-            os.write(self._descriptor, (_line(event) + "\n").encode("utf-8"))
-
-    def ship(self, control) -> None:
-        pass  # on this host's disk already, where the supervisor reads it
-
-    def close(self) -> None:
-        if self._descriptor >= 0:
-            os.close(self._descriptor)
-            self._descriptor = -1
-
-
-class ShippedLog:
-    """The log of a lifeline on another host: its lines go to the supervisor over the
-    control socket, before every message this lifeline sends and whenever it idles."""
-
-    BATCH = 256
-
-    def __init__(self):
-        self._lines: list[str] = []
-        self._bytes = 0
-        self._control = None
-        os.register_at_fork(after_in_child=self._mute)
-
-    def _mute(self) -> None:  # a forked copy ships nothing: the sockets are the lifeline's
-        self.write = self.ship = lambda *_: None
-
-    def write(self, event) -> None:
-        line = _line(event)
-        self._lines.append(line)
-        self._bytes += len(line)
-        if (len(self._lines) >= self.BATCH or self._bytes >= LOG_BATCH) \
-                and self._control is not None:
-            self.ship(self._control)
-
-    def ship(self, control) -> None:
-        self._control = control
-        if self._lines:
-            send(control, Log(self._lines), patience=SUPERVISOR_SILENCE)
-            self._lines, self._bytes = [], 0
-
-    def close(self) -> None:
-        if self._control is not None:
-            self.ship(self._control)
-
-
-def _line(event) -> str:
-    """An event as its log line, with the wall-clock time the merge orders events by."""
-    data = event.to_dict()
-    data["time"] = round(time.time(), 6)
-    return encode_json(data)
 
 
 class LifelineProcess:
