@@ -50,6 +50,8 @@ from .lineage import die_with_parent
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
+SEND_BATCH = 64  # frames queued at most before they are sent
+READ_EVERY = 8  # steps between two reads of the sockets in a burst of steps
 REFUSALS_SHOWN = 3  # refused frames of one reason said on stderr; the rest only counted
 
 
@@ -79,6 +81,7 @@ class LifelineProcess:
         self.log = EventLog(connection.log) if connection.log else ShippedLog()
         self.actions: Background | None = None  # runs async actions, while serving
         self.under_way: dict = {}  # thread -> (option, its action's future): the Driver's
+        self.outgoing: list = []  # (socket, frame) of messages sent, not yet handed to ZeroMQ
 
     def serve(self) -> int:
         context = zmq.Context()
@@ -160,14 +163,17 @@ class LifelineProcess:
         poller.register(inbox, zmq.POLLIN)
         poller.register(control, zmq.POLLIN)
         poller.register(self.actions.wake_fd, zmq.POLLIN)
-        driver = Driver([runner], self._pick, self.log.write,
-                        lambda message: self._post(message, inbox, control, outboxes),
-                        background=self.actions)
+        post = lambda message: self._post(message, inbox, control, outboxes)  # noqa: E731
+        flush = lambda: self._flush(inbox, control)  # noqa: E731
+        driver = Driver([runner], self._pick, self.log.write, post, background=self.actions,
+                        before_action=flush)
         self.under_way = driver.under_way
 
         def between(steps: int) -> bool:
-            """Between two steps: read the sockets (messages, orders); a stop ends the run."""
-            self._drain(inbox, control)
+            """Between two steps: every ``READ_EVERY`` steps, read the sockets (messages,
+            orders); a stop ends the run."""
+            if not steps % READ_EVERY:
+                self._drain(inbox, control)
             return self.stopping
         while not self.stopping:
             self._drain(inbox, control)
@@ -178,6 +184,7 @@ class LifelineProcess:
                     complete(driver.run(between))  # until nothing can happen now, or a stop
                 except RunFailure as failure:
                     self.status, self.error = "failed", failure.render()
+                self._flush(inbox, control)  # before any wait: nothing more to do now
                 if self.stopping:
                     break
             self.actions.drain()  # a late wake must not keep the polls below from sleeping
@@ -207,22 +214,33 @@ class LifelineProcess:
         return options[self.schedule.randrange(len(options))] if len(options) > 1 else options[0]
 
     def _post(self, message, inbox, control, outboxes) -> None:
-        """Send ``message`` (its send is in the log already); while the peer's queue is full,
-        go on taking frames."""
-        self.log.ship(control)
+        """Queue ``message``'s frame (its send is in the log already); frames ready
+        together leave together (one wake-up of ZeroMQ's I/O thread, not one a frame)."""
         try:
             frame = encode(self.c.run, message, self.runner.sent)
         except FrameTooLarge as error:  # the send happened; its message cannot travel
             raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{self.runner.taken}",
                              str(error), kind="message") from None
-        outbox = outboxes[message.receiver]
-        while not self.stopping:
-            try:
-                outbox.send(frame, zmq.NOBLOCK)
-                return
-            except zmq.Again:  # the peer's queue is full: keep taking ours meanwhile
-                self._drain(inbox, control)
-                outbox.poll(100, zmq.POLLOUT)
+        self.outgoing.append((outboxes[message.receiver], frame))
+        if len(self.outgoing) >= SEND_BATCH:
+            self._flush(inbox, control)
+
+    def _flush(self, inbox, control) -> None:
+        """Send the queued frames: when the Driver has nothing more to do now, before any
+        action runs (a frame must not wait behind a long call), and every ``SEND_BATCH``
+        frames.  While a peer's queue is full, go on taking frames."""
+        if not self.outgoing:
+            return
+        self.log.ship(control)  # a shipped log's lines leave before the frames they explain
+        outgoing, self.outgoing = self.outgoing, []
+        for outbox, frame in outgoing:
+            while not self.stopping:
+                try:
+                    outbox.send(frame, zmq.NOBLOCK)
+                    break
+                except zmq.Again:  # the peer's queue is full: keep taking ours meanwhile
+                    self._drain(inbox, control)
+                    outbox.poll(100, zmq.POLLOUT)
 
     def _drain(self, inbox, control) -> None:
         """Take every frame waiting now: messages into the Runner's inbox, orders from the
