@@ -49,10 +49,21 @@ from .control import (BEAT, FROM_SUPERVISOR, IDLE, SUPERVISOR_SILENCE, Beat, Hel
 from .lineage import die_with_parent
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
-_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
+_MORE = int(zmq.NOBLOCK | zmq.SNDMORE)  # plain ints: enum flags cost per call
 SEND_BATCH = 64  # frames queued at most before they are sent
 READ_EVERY = 8  # steps between two reads of the sockets in a burst of steps
 REFUSALS_SHOWN = 3  # refused frames of one reason said on stderr; the rest only counted
+
+
+def _by_socket(outgoing: list) -> list:
+    """(socket, its frames in order) for queued (socket, frame) pairs."""
+    if len(outgoing) == 1:
+        return [(outgoing[0][0], [outgoing[0][1]])]
+    grouped: dict = {}
+    for outbox, frame in outgoing:
+        grouped.setdefault(outbox, []).append(frame)
+    return list(grouped.items())
 
 
 class LifelineProcess:
@@ -228,19 +239,27 @@ class LifelineProcess:
     def _flush(self, inbox, control) -> None:
         """Send the queued frames: when the Driver has nothing more to do now, before any
         action runs (a frame must not wait behind a long call), and every ``SEND_BATCH``
-        frames.  While a peer's queue is full, go on taking frames."""
+        frames.  A peer's frames go as the parts of one ZeroMQ message: one wake-up of the
+        I/O thread for them all (each part is still a frame the receiver checks alone).
+        While a peer's queue is full, go on taking frames."""
         if not self.outgoing:
             return
         self.log.ship(control)  # a shipped log's lines leave before the frames they explain
         outgoing, self.outgoing = self.outgoing, []
-        for outbox, frame in outgoing:
+        for outbox, frames in _by_socket(outgoing):
             while not self.stopping:
                 try:
-                    outbox.send(frame, zmq.NOBLOCK)
+                    outbox.send(frames[0], _MORE if len(frames) > 1 else zmq.NOBLOCK)
                     break
                 except zmq.Again:  # the peer's queue is full: keep taking ours meanwhile
                     self._drain(inbox, control)
                     outbox.poll(100, zmq.POLLOUT)
+            else:
+                return
+            for frame in frames[1:-1]:  # past the first part, the rest of a message goes
+                outbox.send(frame, _MORE)
+            if len(frames) > 1:
+                outbox.send(frames[-1], zmq.NOBLOCK)
 
     def _drain(self, inbox, control) -> None:
         """Take every frame waiting now: messages into the Runner's inbox, orders from the
