@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -82,11 +83,8 @@ def cpu(tree: str, count: int, secure: bool) -> dict:
     done = subprocess.run([sys.executable, "-c", _CPU_RUN, _LIFELINE, "run", str(p4.CHOREO),
                            "--arg", f"count={count}"] + ([] if secure else ["--insecure"]),
                           cwd=tree, env=env, capture_output=True, text=True, timeout=p4.TIMEOUT)
-    found = {}
-    for line in done.stderr.splitlines():
-        if line.startswith("CPU "):
-            _, name, process, main_thread = line.split()
-            found[name] = (float(process), float(main_thread))
+    found = {name: (float(process), float(main_thread)) for name, process, main_thread
+             in re.findall(r"CPU (\w+) (\d+\.\d{4}) (\d+\.\d{4})", done.stderr)}
     assert set(found) == {"A", "B"}, done.stderr
     return found
 
