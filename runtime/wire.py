@@ -40,6 +40,10 @@ _FIELDS = 11
 _PLAIN = frozenset((int, str, bool, type(None)))  # values of a frame that need no walk
 
 
+_pack = msgpack.Packer(use_bin_type=True).pack  # one, reused: packb makes one a call
+_NOTHING = Metadata((), (), ()).encode()  # the metadata when no lifeline is carried
+
+
 class FrameRejected(ValueError):
     """A frame that must not reach the run; ``reason`` is a short tag for counting."""
 
@@ -59,9 +63,11 @@ def encode(run: str, message, seq: int) -> bytes:
     ZMQ_MAXMSGSIZE would drop it with the connection that carried it, silently, and the
     run would wait for that message until its ``--timeout``."""
     kind, ident, path = message.key
-    frame = msgpack.packb(
-        (VERSION, run, message.sender, seq, kind, ident, path, message.values, message.label,
-         message.outcome, message.metadata.encode()), use_bin_type=True)
+    metadata = message.metadata
+    frame = _pack((VERSION, run, message.sender, seq, kind, ident, path, message.values,
+                   message.label, message.outcome,
+                   metadata.encode() if metadata.vc or metadata.views or metadata.vars
+                   else _NOTHING))
     if len(frame) > MAX_FRAME:
         raise FrameTooLarge(f"{message.sender} cannot send {message.label or 'a message'!r} to "
                             f"{message.receiver}: its frame is {len(frame)} bytes, the most a "
