@@ -47,23 +47,13 @@ from .connection import Connection, KeyRing, authenticator, secure_client, secur
 from .control import (BEAT, FROM_SUPERVISOR, IDLE, SUPERVISOR_SILENCE, Beat, Hello, Probe,
                       Start, State, Stop, decode, routing_id, send)
 from .lineage import die_with_parent
+from .outgoing import LATE, Outgoing
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
 _MORE = int(zmq.NOBLOCK | zmq.SNDMORE)  # plain ints: enum flags cost per call
-SEND_BATCH = 64  # frames queued at most before they are sent
 READ_EVERY = 8  # steps between two reads of the sockets in a burst of steps
 REFUSALS_SHOWN = 3  # refused frames of one reason said on stderr; the rest only counted
-
-
-def _by_socket(outgoing: list) -> list:
-    """(socket, its frames in order) for queued (socket, frame) pairs."""
-    if len(outgoing) == 1:
-        return [(outgoing[0][0], [outgoing[0][1]])]
-    grouped: dict = {}
-    for outbox, frame in outgoing:
-        grouped.setdefault(outbox, []).append(frame)
-    return list(grouped.items())
 
 
 class LifelineProcess:
@@ -92,7 +82,7 @@ class LifelineProcess:
         self.log = EventLog(connection.log) if connection.log else ShippedLog()
         self.actions: Background | None = None  # runs async actions, while serving
         self.under_way: dict = {}  # thread -> (option, its action's future): the Driver's
-        self.outgoing: list = []  # (socket, frame) of messages sent, not yet handed to ZeroMQ
+        self.outgoing: Outgoing | None = None  # frames sent, not yet handed to ZeroMQ
 
     def serve(self) -> int:
         context = zmq.Context()
@@ -138,7 +128,11 @@ class LifelineProcess:
             beats = _Heartbeat(context, self.c)
             try:
                 with Background() as self.actions:
-                    self._run(inbox, control, outboxes)
+                    try:
+                        self._run(inbox, control, outboxes)
+                    finally:
+                        if self.outgoing is not None:
+                            self.outgoing.close()  # its thread ends before the sockets close
                 self.log.ship(control)
                 self._report(control, "end", final=True)  # results as they are at the stop
             finally:
@@ -174,9 +168,13 @@ class LifelineProcess:
         poller.register(inbox, zmq.POLLIN)
         poller.register(control, zmq.POLLIN)
         poller.register(self.actions.wake_fd, zmq.POLLIN)
-        post = lambda message: self._post(message, inbox, control, outboxes)  # noqa: E731
-        flush = lambda: self._flush(inbox, control)  # noqa: E731
-        driver = Driver([runner], self._pick, self.log.write, post, background=self.actions,
+        shipped = isinstance(self.log, ShippedLog)  # its frames leave after its log lines
+        self._control = control
+        self.outgoing = Outgoing(lambda: self.stopping, lambda socket: self._make_room(
+            socket, inbox, control), late=None if shipped else LATE)
+        flush = self._flush if shipped else None
+        driver = Driver([runner], self._pick, self.log.write,
+                        lambda message: self._post(message, outboxes), background=self.actions,
                         before_action=flush)
         self.under_way = driver.under_way
 
@@ -195,7 +193,7 @@ class LifelineProcess:
                     complete(driver.run(between))  # until nothing can happen now, or a stop
                 except RunFailure as failure:
                     self.status, self.error = "failed", failure.render()
-                self._flush(inbox, control)  # before any wait: nothing more to do now
+                self._flush()  # before any wait: nothing more to do now
                 if self.stopping:
                     break
             self.actions.drain()  # a late wake must not keep the polls below from sleeping
@@ -224,42 +222,26 @@ class LifelineProcess:
         """This lifeline's seeded choice among its threads' events."""
         return options[self.schedule.randrange(len(options))] if len(options) > 1 else options[0]
 
-    def _post(self, message, inbox, control, outboxes) -> None:
-        """Queue ``message``'s frame (its send is in the log already); frames ready
-        together leave together (one wake-up of ZeroMQ's I/O thread, not one a frame)."""
+    def _post(self, message, outboxes) -> None:
+        """Queue ``message``'s frame (its send is in the log already): frames ready together
+        leave together (:mod:`runtime.outgoing`)."""
         try:
             frame = encode(self.c.run, message, self.runner.sent)
         except FrameTooLarge as error:  # the send happened; its message cannot travel
             raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{self.runner.taken}",
                              str(error), kind="message") from None
-        self.outgoing.append((outboxes[message.receiver], frame))
-        if len(self.outgoing) >= SEND_BATCH:
-            self._flush(inbox, control)
+        self.outgoing.put(outboxes[message.receiver], frame)
 
-    def _flush(self, inbox, control) -> None:
-        """Send the queued frames: when the Driver has nothing more to do now, before any
-        action runs (a frame must not wait behind a long call), and every ``SEND_BATCH``
-        frames.  A peer's frames go as the parts of one ZeroMQ message: one wake-up of the
-        I/O thread for them all (each part is still a frame the receiver checks alone).
-        While a peer's queue is full, go on taking frames."""
-        if not self.outgoing:
-            return
-        self.log.ship(control)  # a shipped log's lines leave before the frames they explain
-        outgoing, self.outgoing = self.outgoing, []
-        for outbox, frames in _by_socket(outgoing):
-            while not self.stopping:
-                try:
-                    outbox.send(frames[0], _MORE if len(frames) > 1 else zmq.NOBLOCK)
-                    break
-                except zmq.Again:  # the peer's queue is full: keep taking ours meanwhile
-                    self._drain(inbox, control)
-                    outbox.poll(100, zmq.POLLOUT)
-            else:
-                return
-            for frame in frames[1:-1]:  # past the first part, the rest of a message goes
-                outbox.send(frame, _MORE)
-            if len(frames) > 1:
-                outbox.send(frames[-1], zmq.NOBLOCK)
+    def _flush(self) -> None:
+        """Send the queued frames, a shipped log's lines first (before they leave)."""
+        if self.outgoing:
+            self.log.ship(self._control)
+            self.outgoing.flush()
+
+    def _make_room(self, socket, inbox, control) -> None:
+        """A peer's queue is full: keep taking ours meanwhile."""
+        self._drain(inbox, control)
+        socket.poll(100, zmq.POLLOUT)
 
     def _drain(self, inbox, control) -> None:
         """Take every frame waiting now: messages into the Runner's inbox, orders from the
