@@ -50,8 +50,7 @@ from .lineage import die_with_parent
 from .outgoing import LATE, Outgoing
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
-_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)
-_MORE = int(zmq.NOBLOCK | zmq.SNDMORE)  # plain ints: enum flags cost per call
+_EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
 READ_EVERY = 8  # steps between two reads of the sockets in a burst of steps
 REFUSALS_SHOWN = 3  # refused frames of one reason said on stderr; the rest only counted
 
