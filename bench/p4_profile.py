@@ -41,6 +41,25 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
+# ``cpl lifeline ...`` under cProfile, the profile written before its last report (once
+# that is sent the supervisor ends the run, and the lifeline may be gone before an exit)
+_PROFILED = """
+import cProfile, sys
+import runtime.lifeline as lifeline
+profile = cProfile.Profile()
+report = lifeline.LifelineProcess._report
+def reported(self, control, state, probe=None, final=False):
+    if final:
+        profile.disable()
+        profile.dump_stats(sys.argv[1])
+    report(self, control, state, probe, final)
+lifeline.LifelineProcess._report = reported
+from runtime.cli import main
+profile.enable()
+sys.exit(main(sys.argv[2:]))
+"""
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("lifeline", choices=["A", "B"], nargs="?")
@@ -58,8 +77,7 @@ def main() -> int:
             return [sys.executable, "-c", _CPU, "lifeline", name, "--stdin"]
         if name != args.lifeline:
             return original(name)
-        return [sys.executable, "-m", "cProfile", "-o", out, "-m", "runtime.cli", "lifeline",
-                name, "--stdin"]
+        return [sys.executable, "-c", _PROFILED, out, "lifeline", name, "--stdin"]
 
     launchers.lifeline_command = command
     code = cpl(["run", str(Path(__file__).resolve().parent / "p4_stream.py"), "--arg",

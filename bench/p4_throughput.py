@@ -44,7 +44,7 @@ from timing import Row, interleaved, median, run_to_end
 
 ROOT = Path(__file__).resolve().parent.parent
 CHOREO = Path(__file__).resolve().parent / "p4_stream.py"
-TARGET = 0.70  # ours / raw, issue #8 point 11
+TARGET = 0.30  # ours / raw, issue 19 (issue #8 point 11 asked 0.70)
 TIMEOUT = 120.0  # seconds for any one child run
 
 

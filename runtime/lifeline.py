@@ -13,10 +13,10 @@ throughout is ``unresponsive``).  With CURVE (the default) the
 inbox accepts only this run's keys and the ZAP handler names each frame's
 real sender, which must match the frame's ``sender``.
 
-Every event is appended to this lifeline's log as it happens (one JSON line,
-one ``write`` to the operating system, before any message that makes it
-visible leaves), so a crash or ``kill -9`` loses nothing already done; the
-supervisor merges the logs into the run's trace.  The Runner is driven by
+Every event is in this lifeline's log as it happens (:mod:`runtime.eventlog`:
+a memory-mapped file, before any message that makes it visible leaves), so a
+crash or ``kill -9`` loses nothing already done; the supervisor merges the
+logs into the run's trace.  The Runner is driven by
 the loop every driver shares (:class:`choreo.drive.Driver`), synchronous;
 an async action runs on an event loop in a thread of its own
 (``Background``) while the lifeline's other threads go on, and its event
@@ -42,78 +42,17 @@ from choreo.drive import Driver, complete
 from choreo.machine import Undeliverable
 from choreo.plan import prepare
 from choreo.status import RunFailure
-from cpl.trace import encode_json
+from .eventlog import EventLog, ShippedLog
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
-from .control import (BEAT, FROM_SUPERVISOR, IDLE, LOG_BATCH, SUPERVISOR_SILENCE, Beat, Hello,
-                      Log, Probe, Start, State, Stop, decode, routing_id, send)
+from .control import (BEAT, FROM_SUPERVISOR, IDLE, SUPERVISOR_SILENCE, Beat, Hello, Probe,
+                      Start, State, Stop, decode, routing_id, send)
 from .lineage import die_with_parent
+from .outgoing import LATE, Outgoing
 from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
+READ_EVERY = 8  # steps between two reads of the sockets in a burst of steps
 REFUSALS_SHOWN = 3  # refused frames of one reason said on stderr; the rest only counted
-
-
-class EventLog:
-    """This lifeline's events, one JSON line each, handed to the operating system as each
-    happens (one ``write`` a line, no buffer of ours): a killed process loses nothing."""
-
-    def __init__(self, path: str):
-        self._descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
-                                   0o600)
-        os.register_at_fork(after_in_child=self.close)  # a forked copy writes nothing here
-
-    def write(self, event) -> None:
-        if self._descriptor >= 0:
-            os.write(self._descriptor, (_line(event) + "\n").encode("utf-8"))
-
-    def ship(self, control) -> None:
-        pass  # on this host's disk already, where the supervisor reads it
-
-    def close(self) -> None:
-        if self._descriptor >= 0:
-            os.close(self._descriptor)
-            self._descriptor = -1
-
-
-class ShippedLog:
-    """The log of a lifeline on another host: its lines go to the supervisor over the
-    control socket, before every message this lifeline sends and whenever it idles."""
-
-    BATCH = 256
-
-    def __init__(self):
-        self._lines: list[str] = []
-        self._bytes = 0
-        self._control = None
-        os.register_at_fork(after_in_child=self._mute)
-
-    def _mute(self) -> None:  # a forked copy ships nothing: the sockets are the lifeline's
-        self.write = self.ship = lambda *_: None
-
-    def write(self, event) -> None:
-        line = _line(event)
-        self._lines.append(line)
-        self._bytes += len(line)
-        if (len(self._lines) >= self.BATCH or self._bytes >= LOG_BATCH) \
-                and self._control is not None:
-            self.ship(self._control)
-
-    def ship(self, control) -> None:
-        self._control = control
-        if self._lines:
-            send(control, Log(self._lines), patience=SUPERVISOR_SILENCE)
-            self._lines, self._bytes = [], 0
-
-    def close(self) -> None:
-        if self._control is not None:
-            self.ship(self._control)
-
-
-def _line(event) -> str:
-    """An event as its log line, with the wall-clock time the merge orders events by."""
-    data = event.to_dict()
-    data["time"] = round(time.time(), 6)
-    return encode_json(data)
 
 
 class LifelineProcess:
@@ -145,6 +84,7 @@ class LifelineProcess:
         self.log = EventLog(connection.log) if connection.log else ShippedLog()
         self.actions: Background | None = None  # runs async actions, while serving
         self.under_way: dict = {}  # thread -> (option, its action's future): the Driver's
+        self.outgoing: Outgoing | None = None  # frames sent, not yet handed to ZeroMQ
 
     def serve(self) -> int:
         context = zmq.Context()
@@ -190,7 +130,11 @@ class LifelineProcess:
             beats = _Heartbeat(context, self.c)
             try:
                 with Background() as self.actions:
-                    self._run(inbox, control, outboxes)
+                    try:
+                        self._run(inbox, control, outboxes)
+                    finally:
+                        if self.outgoing is not None:
+                            self.outgoing.close()  # its thread ends before the sockets close
                 self.log.ship(control)
                 self._report(control, "end", final=True)  # results as they are at the stop
             finally:
@@ -226,14 +170,21 @@ class LifelineProcess:
         poller.register(inbox, zmq.POLLIN)
         poller.register(control, zmq.POLLIN)
         poller.register(self.actions.wake_fd, zmq.POLLIN)
+        shipped = isinstance(self.log, ShippedLog)  # its frames leave after its log lines
+        self._control = control
+        self.outgoing = Outgoing(lambda: self.stopping, lambda socket: self._make_room(
+            socket, inbox, control), late=None if shipped else LATE)
+        flush = self._flush if shipped else None
         driver = Driver([runner], self._pick, self.log.write,
-                        lambda message: self._post(message, inbox, control, outboxes),
-                        background=self.actions)
+                        lambda message: self._post(message, outboxes), background=self.actions,
+                        before_action=flush)
         self.under_way = driver.under_way
 
         def between(steps: int) -> bool:
-            """Between two steps: read the sockets (messages, orders); a stop ends the run."""
-            self._drain(inbox, control)
+            """Between two steps: every ``READ_EVERY`` steps, read the sockets (messages,
+            orders); a stop ends the run."""
+            if not steps % READ_EVERY:
+                self._drain(inbox, control)
             return self.stopping
         while not self.stopping:
             self._drain(inbox, control)
@@ -244,6 +195,7 @@ class LifelineProcess:
                     complete(driver.run(between))  # until nothing can happen now, or a stop
                 except RunFailure as failure:
                     self.status, self.error = "failed", failure.render()
+                self._flush()  # before any wait: nothing more to do now
                 if self.stopping:
                     break
             self.actions.drain()  # a late wake must not keep the polls below from sleeping
@@ -272,23 +224,26 @@ class LifelineProcess:
         """This lifeline's seeded choice among its threads' events."""
         return options[self.schedule.randrange(len(options))] if len(options) > 1 else options[0]
 
-    def _post(self, message, inbox, control, outboxes) -> None:
-        """Send ``message`` (its send is in the log already); while the peer's queue is full,
-        go on taking frames."""
-        self.log.ship(control)
+    def _post(self, message, outboxes) -> None:
+        """Queue ``message``'s frame (its send is in the log already): frames ready together
+        leave together (:mod:`runtime.outgoing`)."""
         try:
             frame = encode(self.c.run, message, self.runner.sent)
         except FrameTooLarge as error:  # the send happened; its message cannot travel
             raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{self.runner.taken}",
                              str(error), kind="message") from None
-        outbox = outboxes[message.receiver]
-        while not self.stopping:
-            try:
-                outbox.send(frame, zmq.NOBLOCK)
-                return
-            except zmq.Again:  # the peer's queue is full: keep taking ours meanwhile
-                self._drain(inbox, control)
-                outbox.poll(100, zmq.POLLOUT)
+        self.outgoing.put(outboxes[message.receiver], frame)
+
+    def _flush(self) -> None:
+        """Send the queued frames, a shipped log's lines first (before they leave)."""
+        if self.outgoing:
+            self.log.ship(self._control)
+            self.outgoing.flush()
+
+    def _make_room(self, socket, inbox, control) -> None:
+        """A peer's queue is full: keep taking ours meanwhile."""
+        self._drain(inbox, control)
+        socket.poll(100, zmq.POLLOUT)
 
     def _drain(self, inbox, control) -> None:
         """Take every frame waiting now: messages into the Runner's inbox, orders from the

@@ -37,6 +37,11 @@ from cpl.lang import UNSET
 VERSION = 1
 MAX_FRAME = 1 << 20  # bytes; also the receiving socket's ZMQ_MAXMSGSIZE
 _FIELDS = 11
+_PLAIN = frozenset((int, str, bool, type(None)))  # values of a frame that need no walk
+
+
+_pack = msgpack.Packer(use_bin_type=True).pack  # one, reused: packb makes one a call
+_NOTHING = Metadata((), (), ()).encode()  # the metadata when no lifeline is carried
 
 
 class FrameRejected(ValueError):
@@ -58,9 +63,11 @@ def encode(run: str, message, seq: int) -> bytes:
     ZMQ_MAXMSGSIZE would drop it with the connection that carried it, silently, and the
     run would wait for that message until its ``--timeout``."""
     kind, ident, path = message.key
-    frame = msgpack.packb(
-        (VERSION, run, message.sender, seq, kind, ident, path, message.values, message.label,
-         message.outcome, message.metadata.encode()), use_bin_type=True)
+    metadata = message.metadata
+    frame = _pack((VERSION, run, message.sender, seq, kind, ident, path, message.values,
+                   message.label, message.outcome,
+                   metadata.encode() if metadata.vc or metadata.views or metadata.vars
+                   else _NOTHING))
     if len(frame) > MAX_FRAME:
         raise FrameTooLarge(f"{message.sender} cannot send {message.label or 'a message'!r} to "
                             f"{message.receiver}: its frame is {len(frame)} bytes, the most a "
@@ -81,6 +88,7 @@ class Inbound:
         self.lifelines = tuple(lifelines)
         self.index = {name: i for i, name in enumerate(self.lifelines)}
         self.expects = expects
+        self.names = {key: frozenset(names) for key, (_, names) in expects.items()}
         # the lifelines whose clock entries the metadata carries, in its order
         # (``Program.carried``): a lifeline no guard reads has no entry
         self.carried = {name: i for i, name in enumerate(carried)}
@@ -90,6 +98,7 @@ class Inbound:
         self.last_seq: dict[str, int] = {}
         self.last_clock: dict[str, int] = {}
         self.rejected: collections.Counter = collections.Counter()
+        self._meta = (None, None)  # the latest frame's metadata: (bytes, Metadata), checked
 
     def check(self, frame: bytes, taken: int, signer: str | None = None) -> Message:
         """The ``Message`` a valid frame carries to this lifeline, or ``FrameRejected``;
@@ -135,37 +144,51 @@ class Inbound:
         if expected is None or expected[0] != sender:
             raise FrameRejected("unexpected", f"{sender} sends no message {kind!r} {ident!r} "
                                 f"to {self.me}")
-        if not (isinstance(path, list) and all(type(k) is int and k >= 0 for k in path)):
+        if type(path) is not list or (path and not all(type(k) is int and k >= 0
+                                                       for k in path)):
             raise FrameRejected("layout", f"loop path {path!r} is not a list of counts")
-        if not isinstance(values, dict) or set(values) != set(expected[1]):
+        if type(values) is not dict or values.keys() != self.names[kind, ident]:
             raise FrameRejected("values", f"values {_names(values)} instead of "
                                 f"{list(expected[1])}")
-        problem = value_problem(values)
-        if problem:
-            raise FrameRejected("values", f"the values {problem}")
-        for name, value in values.items():
-            declared = self.variables.get(name)
-            if declared is not None and not model.conforms(value, declared.type):
-                raise FrameRejected("values", f"{name} = {value!r:.60} is not "
-                                    f"{model.type_name(declared.type)}")
+        if values:
+            self._check_values(values)
         if not isinstance(label, str) or (kind == "c") != isinstance(outcome, bool) \
                 or (kind == "m" and outcome is not None):
             raise FrameRejected("layout", "label or outcome of the wrong type")
         if not isinstance(meta, bytes):
             raise FrameRejected("metadata", "metadata is not a byte string")
-        try:
-            metadata = Metadata.decode(meta, self.entries)
-        except MetadataError as error:
-            raise FrameRejected("metadata", str(error)) from None
-        for view in metadata.vars:  # values the receiver's guards read (@A.x): JSON values too
-            for value in view:
-                problem = None if value is UNSET else value_problem(value)
-                if problem:
-                    raise FrameRejected("metadata", f"a variable view {problem}")
+        if meta == self._meta[0]:  # as the previous frame's (nothing carried, or no change)
+            metadata = self._meta[1]
+        else:
+            try:
+                metadata = Metadata.decode(meta, self.entries)
+            except MetadataError as error:
+                raise FrameRejected("metadata", str(error)) from None
+            for view in metadata.vars:  # values the receiver's guards read (@A.x): JSON too
+                for value in view:
+                    problem = None if value is UNSET else value_problem(value)
+                    if problem:
+                        raise FrameRejected("metadata", f"a variable view {problem}")
+            self._meta = meta, metadata  # immutable: the next frame's may be the same
         self._check_clock(sender, metadata.vc, taken)
         self.last_seq[sender] = seq
         return Message((kind, ident, tuple(path)), sender, self.me, values, metadata, label,
                        outcome, f"{sender}:{seq}")
+
+    def _check_values(self, values: dict) -> None:
+        """JSON values (msgpack also decodes binary; its integers are 64-bit and its text
+        valid UTF-8, so plain ones need no walk), each of its declared type."""
+        for value in values.values():
+            if type(value) not in _PLAIN:
+                problem = value_problem(values)
+                if problem:
+                    raise FrameRejected("values", f"the values {problem}")
+                break
+        for name, value in values.items():
+            declared = self.variables.get(name)
+            if declared is not None and not model.conforms(value, declared.type):
+                raise FrameRejected("values", f"{name} = {value!r:.60} is not "
+                                    f"{model.type_name(declared.type)}")
 
     def _check_clock(self, sender: str, vc, taken: int) -> None:
         """The sender's own entry grows with every message; nobody saw more of my events

@@ -33,14 +33,20 @@ from .msc import KINDS, Event
 
 _FIELDS = frozenset(Event._fields)
 MAX_LINE = 64 * 2**20  # bytes: as the trace reader's, a longer line is not an event
+_FIRST = json.JSONDecoder().raw_decode  # (a JSON value, where it ends) in text
 _SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")  # an escaped surrogate: maybe not in a pair
 
 
 def read_log(path: str, lifeline: str | None = None, start: int = 0) -> Iterator[dict]:
-    """The events of one lifeline's log from byte ``start`` (past an agent log's header); a
-    last line cut mid-way (a crash) is dropped, and so is everything from a line that is
-    not one of ``lifeline``'s events (a log shipped from another host, or left in a folder,
-    is only as good as its writer; an agent's end line) or is longer than ``MAX_LINE``."""
+    """The events of one lifeline's log from byte ``start`` (past an agent log's header).
+
+    The log ends at the end of the file or at a zero byte; its last line may lack the
+    newline, and is followed by spaces and maybe the next line being written in a
+    lifeline's memory-mapped log (while it runs or after a kill, ``runtime.eventlog``):
+    its first JSON value is the event.  A line cut by a crash is no JSON and is
+    dropped.  Everything from a line that is not one of ``lifeline``'s events (a log
+    shipped from another host, or left in a folder, is only as good as its writer; an
+    agent's end line) or is longer than ``MAX_LINE`` is dropped too."""
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):
             return  # a device or a pipe would never end
@@ -51,19 +57,31 @@ def read_log(path: str, lifeline: str | None = None, start: int = 0) -> Iterator
         handle.seek(start)
         while True:
             line = handle.readline(MAX_LINE + 1)
-            if not line.endswith(b"\n") or len(line) > MAX_LINE:
-                return  # the end, a writer that died inside this line, or no event
+            if len(line) > MAX_LINE:
+                return
+            last = not line.endswith(b"\n")
+            if b"\0" in line:
+                line, last = line[:line.index(b"\0")], True
             try:
-                event = json.loads(line)
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    if not (last and line.startswith(b"{")):
+                        raise
+                    text = line.decode("utf-8", "surrogateescape")  # its bytes kept
+                    line = text[:_FIRST(text)[1]].encode("utf-8", "surrogateescape")
+                    event = json.loads(line)  # the event a line being written follows
                 if _SURROGATE.search(line):  # a lone one cannot be written as UTF-8
                     json.dumps(event, ensure_ascii=False).encode("utf-8")
             except (ValueError, RecursionError):
-                return
+                return  # no event, or a writer that died inside this line
             if not (isinstance(event, dict) and set(event) <= _FIELDS
                     and event.get("kind") in KINDS and isinstance(event.get("id"), str)
                     and (lifeline is None or event.get("lifeline") == lifeline)):
                 return
             yield event
+            if last:
+                return
 
 
 def merge(logs: dict[str, Iterator[dict]], lifelines: tuple[str, ...], write) -> dict:
