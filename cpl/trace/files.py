@@ -24,6 +24,7 @@ from .msc import Trace
 from .checker import FORMAT, parse_trace
 from .codec import (LIMIT_VARIABLE, Refused, decode_json, decode_problem, json_error, read_limit,
                     size_text, unpack)
+from .fast import fast_trace
 from .paths import readable_file
 from .stream import JsonLines, TraceWriter, form_of
 
@@ -107,7 +108,8 @@ def loads_trace(raw: bytes | str, origin: str = "trace", *, msgpack_first: bool 
     if not msgpack_first and _looks_streamed(first, rest.partition(b"\n")[0] or rest[:1]):
         return JsonLines(raw, origin, warn).trace()
     with collector_paused():  # a trace is a million acyclic objects: see collector_paused
-        return parse_trace(_decode(raw, origin, msgpack_first), origin, owned=True)
+        trace = None if msgpack_first else fast_trace(raw, origin)
+        return trace or parse_trace(_decode(raw, origin, msgpack_first), origin, owned=True)
 
 
 def _decode(raw: bytes, origin: str, msgpack_first: bool):
