@@ -179,3 +179,57 @@ def test_mutated_documents_agree_with_the_checker():
             _mutate(rng, data)
         accepted += check(encode(data, rng.random() < 0.2).encode())
     assert accepted > 100  # the fast path is exercised, not only declined
+
+
+# ------------------------------------------------------------ .jsonl streams
+
+
+def stream_of(data, spaced=False) -> bytes | None:
+    """The document as a ``.jsonl`` stream: header, one event a line, the end line."""
+    if type(data) is not dict or not isinstance(data.get("events"), list):
+        return None
+    header = {key: value for key, value in data.items() if key not in ("events", "meta")}
+    lines = [encode(header)] + [encode(event, spaced) for event in data["events"]]
+    return ("\n".join(lines + [encode({"end": data.get("meta", {})})]) + "\n").encode()
+
+
+def read(raw: bytes, fast: bool):
+    from cpl.trace.lines import JsonLines
+    warned = []
+    reader = JsonLines(raw, "t", warned.append)
+    reader._fast = fast
+    try:
+        return reader.trace(), reader.checker.variables(), warned
+    except TraceError as error:
+        return str(error), warned
+
+
+@pytest.fixture
+def small_batches(monkeypatch):
+    import cpl.trace.fast
+    monkeypatch.setattr(cpl.trace.fast, "BATCH", 2)  # declines after batches were yielded
+
+
+def check_stream(raw: bytes) -> None:
+    assert read(raw, True) == read(raw, False)
+
+
+def test_streams_agree_with_the_checker(small_batches):
+    rng = random.Random(20)
+    for _ in range(1500):
+        data = base()
+        data.pop("vars") if rng.random() < 0.3 else None
+        for _ in range(rng.randrange(0, 4)):
+            _mutate(rng, data)
+        raw = stream_of(data, rng.random() < 0.2)
+        if raw is not None:
+            check_stream(raw)
+            check_stream(raw[:rng.randrange(len(raw))])  # cut off anywhere
+            check_stream(raw.replace(b'{"end"', b'{"x": 1}\n{"end"'))
+
+
+def test_a_stream_with_a_repeated_key_in_a_later_batch(small_batches):
+    data = base()
+    data["events"][4] = Pairs(list(data["events"][4].items()) + [("kind", "act")])
+    fast, exact = read(stream_of(data), True), read(stream_of(data), False)
+    assert fast == exact and "line 6: not a valid trace: the key 'kind' occurs twice" in fast[0]

@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from itertools import chain
 from types import MappingProxyType
-from typing import Any, Annotated, Literal, Optional, Union
+from typing import Any, Annotated, Iterator, Literal, Optional, Union
 
 import msgspec
 
@@ -67,6 +67,7 @@ class _Document(msgspec.Struct, kw_only=True, gc=False, forbid_unknown_fields=Tr
 
 _HEADER = ("format", "lifelines", "vars", "symbols", "predicates", "init", "parts")
 _decode = msgspec.json.Decoder(_Document).decode
+_decode_event = msgspec.json.Decoder(_Event).decode
 _encode = msgspec.json.Encoder().encode
 _ESCAPED_COLON = re.compile(rb"\\u003[aA]")
 _PLAIN = frozenset((str, int, bool, type(None)))
@@ -100,29 +101,85 @@ def fast_trace(raw: bytes, origin: str) -> Trace | None:
                  predicates=checker.predicates)
 
 
-def _events(decoded: list, checker: Checker) -> list | None:
+BATCH = 2048  # lines of a stream decoded and checked together
+
+
+def fast_stream(lines: Iterator, checker: Checker):
+    """Yield the events of a stream's numbered event ``lines`` (after its header) a batch
+    at a time; return ``None`` at their end, the end line ``(number, bytes)`` when it
+    comes (the caller reads it), or the count of events yielded when a batch is declined
+    (``stream_events``)."""
+    in_transit, done, batch, pending = {}, 0, [], None
+    for number, line in lines:
+        if line.startswith(b'{"end"'):
+            pending = (number, line)
+            break
+        batch.append(line)
+        if len(batch) == BATCH:
+            events = stream_events(batch, checker, in_transit)
+            if events is None:
+                return done
+            yield from events
+            done, batch = done + len(events), []
+    if batch:
+        events = stream_events(batch, checker, in_transit)
+        if events is None:
+            return done
+        yield from events
+    return pending
+
+
+def stream_events(lines: list, checker: Checker, in_transit: dict) -> list | None:
+    """A batch of a ``.jsonl`` stream's event lines (bytes, each with its newline) as
+    ``Event``s, continuing ``checker``'s state (its ids, messages and count) and the
+    messages ``in_transit`` (msg -> addressee) of the batches before; or ``None``.  After
+    ``None`` the state is spoiled: the caller checks the stream again from its start."""
+    raw = b"".join(lines)
+    if b"\\u003" in raw and _ESCAPED_COLON.search(raw):
+        return None
+    try:  # a line at a time: a line that holds two values, or none, is the checker's
+        decoded = list(map(_decode_event, lines))
+    except Exception:
+        return None
+    if _encode(decoded).count(b":") != raw.count(b":"):
+        return None
+    return _events(decoded, checker, in_transit)
+
+
+def _events(decoded: list, checker: Checker, in_transit: dict | None = None) -> list | None:
     """The events as ``Event``s if the checker accepts every one of them, else ``None``.
     msgspec checked each event's fields and their types; this is the rest of
-    ``Checker.event``, in one loop, with the rarely used fields looked at only when set."""
-    known, empty = checker.known, _EMPTY
-    seen, sent, in_transit = set(), set(), {}
+    ``Checker.event``, in one loop, with the rarely used fields looked at only when set.
+    Ids and message ids go into the checker's ``Issued`` sets, as ``Checker.event`` puts
+    them (``Issued.fresh`` and ``add`` inline)."""
+    known, empty, wrap = checker.known, _EMPTY, MappingProxyType
+    ids, messages = checker.ids, checker.messages
+    expect, counts, other = ids.expect, ids.count, ids.other
+    in_transit = {} if in_transit is None else in_transit
     events, stores = [], []
-    see, send, append, store = seen.add, sent.add, events.append, stores.append
-    wrap = MappingProxyType
+    append, store = events.append, stores.append
     for row in map(_astuple, decoded):
         (event_id, lifeline, kind, to, msg, updates, label, guard, outcome, vc, time,
          payload) = row
-        if event_id in seen or lifeline not in known:
+        if lifeline not in known or event_id in other:
             return None
-        see(event_id)
+        if event_id == expect[lifeline]:
+            ids.used = True
+            n = counts[lifeline] + 1
+            counts[lifeline] = n
+            expect[lifeline] = f"{lifeline}.{n + 1}"
+        elif ids.used and not ids.fresh(event_id):
+            return None
+        else:
+            other.add(event_id)
         if kind == "act":
             if to is not None or msg is not None:
                 return None
         elif kind == "send":
-            if (to not in known or to == lifeline or msg is None or msg in sent
-                    or updates is not empty):
+            if (to not in known or to == lifeline or msg is None or updates is not empty
+                    or not messages.fresh(msg, lifeline)):
                 return None
-            send(msg)
+            messages.add(msg, lifeline)
             in_transit[msg] = to
         elif kind == "recv":
             if to is not None or in_transit.pop(msg, None) != lifeline:
@@ -143,8 +200,13 @@ def _events(decoded: list, checker: Checker) -> list | None:
             if row is None:
                 return None
         append(_new(Event, row))
-    if stores and not _plain_stores(stores, checker.declared):
-        return None
+    if stores:
+        if not _plain_stores(stores, checker.declared):
+            return None
+        if checker.declared is None:  # a stream's schema: the names its events assign
+            for updates in stores:
+                checker.assigned.update(dict.fromkeys(updates))
+    checker.count += len(events)
     return events
 
 
