@@ -27,6 +27,7 @@ from typing import Any, Annotated, Iterator, Literal, Optional, Union
 
 import msgspec
 
+from ..collector import collector_paused
 from ..errors import TraceError
 from .checker import Checker, _LONGEST_TIME
 from .codec import value_problem
@@ -116,13 +117,15 @@ def fast_stream(lines: Iterator, checker: Checker):
             break
         batch.append(line)
         if len(batch) == BATCH:
-            events = stream_events(batch, checker, in_transit)
+            with collector_paused():  # only this batch's objects are built in the pause
+                events = stream_events(batch, checker, in_transit)
             if events is None:
                 return done
             yield from events
             done, batch = done + len(events), []
     if batch:
-        events = stream_events(batch, checker, in_transit)
+        with collector_paused():
+            events = stream_events(batch, checker, in_transit)
         if events is None:
             return done
         yield from events
@@ -155,6 +158,7 @@ def _events(decoded: list, checker: Checker, in_transit: dict | None = None) -> 
     known, empty, wrap = checker.known, _EMPTY, MappingProxyType
     ids, messages = checker.ids, checker.messages
     expect, counts, other = ids.expect, ids.count, ids.other
+    sending, sends, sent = messages.expect, messages.count, messages.other
     in_transit = {} if in_transit is None else in_transit
     events, stores = [], []
     append, store = events.append, stores.append
@@ -177,9 +181,17 @@ def _events(decoded: list, checker: Checker, in_transit: dict | None = None) -> 
                 return None
         elif kind == "send":
             if (to not in known or to == lifeline or msg is None or updates is not empty
-                    or not messages.fresh(msg, lifeline)):
+                    or msg in sent):
                 return None
-            messages.add(msg, lifeline)
+            if msg == sending[lifeline]:  # messages.add, inline
+                messages.used = True
+                n = sends[lifeline] + 1
+                sends[lifeline] = n
+                sending[lifeline] = f"{lifeline}:{n + 1}"
+            elif messages.used and not messages.fresh(msg):
+                return None
+            else:
+                sent.add(msg)
             in_transit[msg] = to
         elif kind == "recv":
             if to is not None or in_transit.pop(msg, None) != lifeline:

@@ -154,14 +154,24 @@ class JsonLines:
                       else open(self.source, "rb"))
         except OSError as error:
             raise TraceError(f"cannot read the trace: {error.strerror}", self.origin) from None
-        with handle:
-            readline, limit, number = handle.readline, read_limit(), 0
-            while line := readline(limit + 1):
-                number += 1
-                if len(line) > limit:
-                    raise TraceError(f"line {number} is longer than {size_text(limit)} "
-                                     f"(raise the limit with {LIMIT_VARIABLE})", self.origin)
-                yield number, line
+        with handle:  # a block at a time: a readline call per line cost more than the split
+            limit, number, carry = read_limit(), 0, b""
+            while block := handle.read(1 << 20):
+                lines = (carry + block).split(b"\n")
+                carry = lines.pop()  # the start of a line whose newline is still to come
+                for line in lines:
+                    number += 1
+                    if len(line) >= limit:  # with its newline, longer than the limit
+                        raise self._too_long(number, limit)
+                    yield number, line + b"\n"
+                if len(carry) > limit:
+                    raise self._too_long(number + 1, limit)
+            if carry:
+                yield number + 1, carry
+
+    def _too_long(self, number: int, limit: int) -> TraceError:
+        return TraceError(f"line {number} is longer than {size_text(limit)} (raise the limit "
+                          f"with {LIMIT_VARIABLE})", self.origin)
 
     def _records(self, warn, lines=None) -> Iterator[tuple[int, object]]:
         """(line number, decoded value) for every non-blank line of ``lines`` (numbered
