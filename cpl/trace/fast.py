@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from itertools import chain
+from operator import itemgetter
 from types import MappingProxyType
 from typing import Any, Annotated, Iterator, Literal, Optional, Union
 
@@ -74,6 +75,7 @@ _ESCAPED_COLON = re.compile(rb"\\u003[aA]")
 _PLAIN = frozenset((str, int, bool, type(None)))
 _astuple = msgspec.structs.astuple
 _new = tuple.__new__
+_first = itemgetter(0)
 
 
 def fast_trace(raw: bytes, origin: str) -> Trace | None:
@@ -153,29 +155,35 @@ def _events(decoded: list, checker: Checker, in_transit: dict | None = None) -> 
     """The events as ``Event``s if the checker accepts every one of them, else ``None``.
     msgspec checked each event's fields and their types; this is the rest of
     ``Checker.event``, in one loop, with the rarely used fields looked at only when set.
-    Ids and message ids go into the checker's ``Issued`` sets, as ``Checker.event`` puts
-    them (``Issued.fresh`` and ``add`` inline)."""
+    A stream's ids and message ids go into the checker's ``Issued`` sets, as
+    ``Checker.event`` puts them (``Issued.fresh`` and ``add`` inline): a stream's next
+    batch is checked against them.  A document's ids are only checked unique, at once
+    (``in_transit`` None)."""
     known, empty, wrap = checker.known, _EMPTY, MappingProxyType
     ids, messages = checker.ids, checker.messages
     expect, counts, other = ids.expect, ids.count, ids.other
     sending, sends, sent = messages.expect, messages.count, messages.other
-    in_transit = {} if in_transit is None else in_transit
+    whole = in_transit is None  # a document: ids are checked at once (no Issued to keep)
+    in_transit = {} if whole else in_transit
     events, stores = [], []
     append, store = events.append, stores.append
     for row in map(_astuple, decoded):
         (event_id, lifeline, kind, to, msg, updates, label, guard, outcome, vc, time,
          payload) = row
-        if lifeline not in known or event_id in other:
+        if lifeline not in known:
             return None
-        if event_id == expect[lifeline]:
-            ids.used = True
-            n = counts[lifeline] + 1
-            counts[lifeline] = n
-            expect[lifeline] = f"{lifeline}.{n + 1}"
-        elif ids.used and not ids.fresh(event_id):
-            return None
-        else:
-            other.add(event_id)
+        if not whole:  # Issued.fresh and add, inline
+            if event_id in other:
+                return None
+            if event_id == expect[lifeline]:
+                ids.used = True
+                n = counts[lifeline] + 1
+                counts[lifeline] = n
+                expect[lifeline] = f"{lifeline}.{n + 1}"
+            elif ids.used and not ids.fresh(event_id):
+                return None
+            else:
+                other.add(event_id)
         if kind == "act":
             if to is not None or msg is not None:
                 return None
@@ -212,6 +220,8 @@ def _events(decoded: list, checker: Checker, in_transit: dict | None = None) -> 
             if row is None:
                 return None
         append(_new(Event, row))
+    if whole and len(set(map(_first, events))) != len(events):
+        return None
     if stores:
         if not _plain_stores(stores, checker.declared):
             return None
