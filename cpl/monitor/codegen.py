@@ -253,6 +253,14 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
     return source, factory
 
 
+def slot_cell(values, slot: int):
+    """The closure cell that holds slot ``slot`` (one ``values()`` returns) of the monitor
+    whose ``values`` this is: its ``cell_contents`` is the slot's value at the latest event.
+    ``cpl eval`` reads one slot per event, and ``values()`` builds a dict of every kept
+    slot each call (bench P6)."""
+    return values.__closure__[values.__code__.co_freevars.index(f"v{slot}")]
+
+
 def _register_source(filename: str, source: str, owner) -> None:
     """Let tracebacks, ``inspect`` and pdb show the generated lines, for as long as
     ``owner`` (the factory) lives: a process that compiles many monitors keeps no

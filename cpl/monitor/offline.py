@@ -11,6 +11,7 @@ from typing import Iterable, Iterator
 
 from ..lang import check
 from ..collector import collector_paused
+from .codegen import slot_cell
 from .compile import OwnedFormula, compile_guards
 from .monitor import Monitor
 
@@ -49,14 +50,38 @@ def evaluations(source, guard: str, lifeline: str | None = None, *, prune: bool 
     checked = check(guard, schema)
     program = compile_guards([OwnedFormula(lifeline, checked.primitive)], source.lifelines,
                              prune=prune, predicates=schema.predicates)
-    slot = {local.lifeline: local.slot_of.get(checked.primitive) for local in program.locals}
     events = source.events if isinstance(source.events, (tuple, list)) else source.events()
+    return _values(source.lifelines, source.init, events, program, checked.primitive, lifeline)
 
-    def values():
-        for event, monitor in replay_events(source.lifelines, source.init, events, program):
-            if lifeline is None or event.lifeline == lifeline:
-                yield event, bool(monitor.values[slot[event.lifeline]])
-    return values()
+
+def _values(lifelines, init, events, program, formula, only) -> Iterator[tuple[object, bool]]:
+    """``replay_events`` with the guard's value read at each event (of ``only``, if given).
+    One loop, not a generator over ``replay_events``: the value is read from its closure
+    cell (``slot_cell``), not from a dict of every kept slot built per event, and there is
+    one generator less per event (``evaluate_trace``: 0.44 → 0.25 s on 200,000 events,
+    bench P6)."""
+    steps = {}
+    with collector_paused():  # as in replay_events
+        for name in lifelines:
+            local = program.local(name)
+            act, send, receive, choice, values, *_ = local.factory(init.get(name) or {})
+            slot = local.slot_of.get(formula)  # None: a lifeline not evaluated (``only``)
+            steps[name] = (act, send, receive, choice,
+                           None if slot is None else slot_cell(values, slot))
+    in_flight = {}
+    for event in events:
+        act, send, receive, choice, cell = steps[event.lifeline]
+        kind = event.kind
+        if kind == "send":
+            in_flight[event.msg] = send()
+        elif kind == "recv":
+            receive(in_flight.pop(event.msg), event.set)
+        elif kind == "act":
+            act(event.set)
+        else:
+            choice()
+        if only is None or event.lifeline == only:
+            yield event, not not cell.cell_contents
 
 
 def evaluate_trace(trace, guard: str, lifeline: str | None = None, *, prune: bool = True):

@@ -24,6 +24,7 @@ from .msc import Trace
 from .checker import FORMAT, parse_trace
 from .codec import (LIMIT_VARIABLE, Refused, decode_json, decode_problem, json_error, read_limit,
                     size_text, unpack)
+from .fast import fast_trace
 from .paths import readable_file
 from .stream import JsonLines, TraceWriter, form_of
 
@@ -103,11 +104,20 @@ def loads_trace(raw: bytes | str, origin: str = "trace", *, msgpack_first: bool 
     """Decode bytes (a JSON document, msgpack, or a JSON Lines stream) and validate them."""
     if isinstance(raw, str):
         raw = raw.encode("utf-8")
-    first, _, rest = raw.partition(b"\n")
-    if not msgpack_first and _looks_streamed(first, rest.partition(b"\n")[0] or rest[:1]):
+    if not msgpack_first and _looks_streamed(*_two_lines(raw)):
         return JsonLines(raw, origin, warn).trace()
     with collector_paused():  # a trace is a million acyclic objects: see collector_paused
-        return parse_trace(_decode(raw, origin, msgpack_first), origin, owned=True)
+        trace = None if msgpack_first else fast_trace(raw, origin)
+        return trace or parse_trace(_decode(raw, origin, msgpack_first), origin, owned=True)
+
+
+def _two_lines(raw: bytes) -> tuple[bytes, bytes]:
+    """The first line and the second (or the next byte), without copying the rest."""
+    end = raw.find(b"\n")
+    if end < 0:
+        return raw, b""
+    stop = raw.find(b"\n", end + 1)
+    return raw[:end], raw[end + 1:stop] if stop >= 0 else raw[end + 1:]
 
 
 def _decode(raw: bytes, origin: str, msgpack_first: bool):

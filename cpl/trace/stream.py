@@ -9,39 +9,30 @@ target, because the document's array header needs their count, and
 assembles the document at close.  Memory stays one batch of lines whatever
 the run's length.
 
-``JsonLines`` reads a stream one line at a time through ``cpl.trace.checker.Checker``,
-so its memory is the checker's state (ids, messages), not the events.
+Reading a stream line by line is ``cpl.trace.lines.JsonLines`` (re-exported here).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import shutil
 import tempfile
 import time
-import warnings
 from pathlib import Path
-from typing import Callable, Iterator
 
 import msgpack
 
 from ..errors import TraceError
 from .msc import Event
-from .checker import Checker
-from .codec import (FORMAT, LIMIT_VARIABLE, decode_json, encode_json, json_error, read_limit,
-                    size_text, value_problem)
+from .codec import FORMAT, encode_json, value_problem
+from .lines import JsonLines, TraceWarning
 from .paths import unwritable
-from .recovery import cut_short, unfinished
+from .recovery import cut_short
 
 JSONL_SUFFIXES = (".jsonl",)
 MSGPACK_SUFFIXES = (".msgpack", ".mpk")
 
 __all__ = ["TraceWriter", "JsonLines", "TraceWarning", "form_of"]
-
-
-class TraceWarning(UserWarning):
-    """A trace was read but is not whole: the run was cut off, or its last line was."""
 
 
 def form_of(path) -> str | None:
@@ -238,158 +229,3 @@ def _header(lifelines, init, vars, symbols, predicates=None, parts=None) -> dict
     if init:
         header["init"] = {name: dict(store) for name, store in init.items()}
     return header | ({"parts": parts} if parts else {})  # the run's logs, until it ends
-
-
-# ---------------------------------------------------------------- reading
-
-
-class JsonLines:
-    """A ``.jsonl`` trace read line by line and checked as it goes.
-
-    ``header()`` checks the first line; ``events()`` then yields each checked ``Event``;
-    afterwards ``meta`` is the end line's object, or ``{"cut_off": True}`` (and a
-    warning through ``warn``) when the stream has none.  A last line cut mid-way
-    (no newline, not JSON) is dropped with a warning; any other bad line is an error
-    naming its line number.
-    """
-
-    def __init__(self, source, origin: str | None = None,
-                 warn: Callable[[str], None] | None = None):
-        """``source``: a path, or the bytes of a whole stream."""
-        self.source = source if isinstance(source, (bytes, bytearray)) else Path(source)
-        self.origin = origin or str(source)
-        self.warn = warn or _warn
-        self.checker = Checker(self.origin, scan=self._raw_events, owned=True)
-        self.meta: dict | None = None
-        self.cut_off = False
-        self._lines: Iterator | None = None
-
-    # The header's fields, once ``header()`` has checked them.
-    lifelines = property(lambda self: self.checker.lifelines)
-    init = property(lambda self: self.checker.init)
-    vars = property(lambda self: self.checker.vars)
-    symbols = property(lambda self: self.checker.symbols)
-    predicates = property(lambda self: self.checker.predicates)
-
-    def schema(self, predicates=None):
-        """What a guard on this trace may name.  Without declared ``vars`` the variables are
-        whatever the events assign: a first pass over the stream, unless this one is read."""
-        from ..lang import Schema
-        names = self.vars
-        if names is None:
-            first = self if self.meta is not None else self.again()
-            for _ in () if first is self else first.events():
-                pass
-            names = first.checker.variables()
-        extra = {} if predicates is None else {"predicates": predicates}
-        return Schema(lifelines=self.lifelines, variables=frozenset(names),
-                      symbols=None if self.symbols is None else frozenset(self.symbols), **extra)
-
-    def again(self) -> "JsonLines":
-        """A fresh reader of the same stream (a reader's ``events()`` runs once), quiet:
-        this one says what is wrong with the stream."""
-        return JsonLines(self.source, self.origin, warn=lambda _: None)
-
-    def trace(self):
-        """Read every event into a whole ``Trace`` (for evaluators that need them all)."""
-        from ..collector import collector_paused
-        from .msc import Trace
-        if self._lines is None:
-            self.header()
-        with collector_paused():
-            return Trace(self.lifelines, self.init, list(self.events()), self.vars,
-                         self.symbols, self.meta, predicates=self.predicates)
-
-    def header(self) -> Checker:
-        lines = self._records(self.warn)
-        for number, value in lines:
-            try:
-                self.checker.header(value, stream=True)
-            except TraceError as error:
-                raise _at(error, number) from None
-            self._lines = lines
-            return self.checker
-        raise TraceError("empty: a .jsonl trace starts with a header line "
-                         f'{{"format": "{FORMAT}", "lifelines": [...]}}', self.origin)
-
-    def events(self) -> Iterator[Event]:
-        if self._lines is None:
-            self.header()
-        check = self.checker.event
-        for number, value in self._lines:
-            if type(value) is dict and "end" in value:
-                self._end(number, value)
-                return
-            try:
-                yield check(value)
-            except TraceError as error:
-                raise _at(error, number) from None
-        self.cut_off = True
-        self.meta = {"cut_off": True}
-        self.warn(f"{self.origin}: the run was cut off: the stream has no end line "
-                  f"({self.checker.count} event{'' if self.checker.count == 1 else 's'} read)"
-                  + unfinished(self.source, self.checker.parts, "; "))
-
-    def _end(self, number: int, value: dict) -> None:
-        if len(value) != 1:
-            extra = next(key for key in value if key != "end")
-            raise TraceError(f"line {number}: the end line has only \"end\", not {extra!r}",
-                             self.origin)
-        try:
-            self.meta = self.checker.meta(value["end"])
-        except TraceError as error:
-            raise _at(error, number) from None
-        for later, _ in self._lines:
-            raise TraceError(f"line {later}: a line after the end line", self.origin)
-
-    def _records(self, warn) -> Iterator[tuple[int, object]]:
-        """(line number, decoded value) for every non-blank line."""
-        try:
-            handle = (io.BytesIO(self.source) if isinstance(self.source, (bytes, bytearray))
-                      else open(self.source, "rb"))
-        except OSError as error:
-            raise TraceError(f"cannot read the trace: {error.strerror}", self.origin) from None
-        with handle:
-            readline, limit, number = handle.readline, read_limit(), 0
-            while True:
-                line = readline(limit + 1)
-                if not line:
-                    return
-                number += 1
-                if len(line) > limit:
-                    raise TraceError(f"line {number} is longer than {size_text(limit)} "
-                                     f"(raise the limit with {LIMIT_VARIABLE})", self.origin)
-                try:
-                    text = line.decode("utf-8-sig" if number == 1 else "utf-8")
-                    if text.isspace():
-                        continue
-                    value = decode_json(text)
-                except (ValueError, RecursionError, MemoryError) as error:
-                    # Cut: the file's last line, unterminated, and its JSON unfinished
-                    # (a duplicate key or NaN means it was finished, and is wrong).
-                    if not line.endswith(b"\n") and not readline(1) and isinstance(
-                            error, (json.JSONDecodeError, UnicodeDecodeError)):
-                        if warn is not None:
-                            warn(f"{self.origin}: line {number} was cut off mid-way; "
-                                 f"dropped it")
-                        return
-                    raise json_error(error, self.origin, f"line {number}: ") from None
-                yield number, value
-
-    def _raw_events(self) -> Iterator[object]:
-        """The raw event objects again, from the start: only to word an error."""
-        first = True
-        for _, value in self._records(None):
-            if first:
-                first = False
-            elif not (type(value) is dict and "end" in value):
-                yield value
-
-
-def _at(error: TraceError, number: int) -> TraceError:
-    return TraceError(f"line {number}: {error.message}", error.origin, error.index,
-                      error.event_id)
-
-
-def _warn(message: str) -> None:
-    warnings.warn(message, TraceWarning, stacklevel=3)
