@@ -207,7 +207,11 @@ def test_ray_kill_of_an_actor_ends_the_run_as_died(ray_cluster, tmp_path):
 def test_removing_a_lifelines_node_ends_the_run_as_died(ray_cluster, tmp_path):
     node = ray_cluster.cluster.add_node(num_cpus=1, resources={"host-c": 1},
                                         node_ip_address="127.0.0.1")
-    place = write(tmp_path, "place.json", {"TestRunner": {"resources": ["host-c"]}})
+    # The others kept off host-c: an actor asks for no CPU, so Ray may put any lifeline on
+    # the new node, and its removal would then end two lifelines, either named first.
+    place = write(tmp_path, "place.json", {
+        "TestRunner": {"resources": ["host-c"]},
+        **{name: {"resources": ["host-a"]} for name in ("Orchestrator", "Security", "Committer")}})
     meta, err, took = killed_mid_run(ray_cluster, tmp_path,
                                      lambda ray: ray.cluster.remove_node(node), "--place", place)
     assert meta["status"] == "died" and meta["died"]["lifeline"] == "TestRunner"
