@@ -41,7 +41,7 @@ from cpl.monitor import Monitor
 from cpl.trace import Event
 from . import actions
 from .continuations import AtomicFrame, Frame, Tell, Thread, claimant, waiting_at, wants, within
-from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, walk
+from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
 from .status import RunFailure
 
 
@@ -64,6 +64,8 @@ class Message(NamedTuple):
 # builds a few, and a NamedTuple costs five times as much to build (bench P5).
 Option = tuple
 _EMPTY = MappingProxyType({})
+# The statements whose next event is fixed (no message key): ``wants`` without its call.
+_FIXED = {LAct: "act", LSend: "send", Tell: "tell", LChoose: "choice", LWhile: "choice"}
 _new = tuple.__new__  # Event.checked without the call of a classmethod (bench/runner_steps.py)
 
 
@@ -107,6 +109,7 @@ class Runner:
         # id(LChoose/LWhile) -> (its guard's slot, the tells if false, if true, the guard's
         # text), immutable, shared by the lifeline's runners: the plan holds the statements
         self.decisions: dict = shared[1]
+        self.decided: dict = {}  # id(LChoose/LWhile) -> the same, its slot as our monitor's cell
         self.naming = lambda: f"{self.name}.{self.taken + 1}"  # the next event's id, when
         # a failure needs it: not built per action (bench/runner_steps.py)
         self._spawn(Thread([Frame(body, ())]))
@@ -176,7 +179,9 @@ class Runner:
                 fired = self._choice(thread, s), None
             elif kind == "send":
                 store = self.store
-                values = {into: store.get(var) for var, into in zip(s.vars, s.into)}
+                names = s.vars  # one variable, the commonest, without a comprehension's frame
+                values = ({s.into[0]: store.get(names[0])} if len(names) == 1 else
+                          {into: store.get(var) for var, into in zip(names, s.into)})
                 fired = self._send(thread, ("m", s.msg), s.to, values, s.label, None)
             else:  # tell
                 fired = self._send(thread, ("c", s.choice), s.to, {}, s.label, s.outcome)
@@ -228,10 +233,10 @@ class Runner:
         top = thread.frames[-1]
         monitor = self.monitor
         monitor.choice()
-        decision = self.decisions.get(id(s))  # the plan outlives the runner: ids stay its
+        decision = self.decided.get(id(s))  # the plan outlives the runner: ids stay its
         if decision is None:
-            decision = self.decisions[id(s)] = self._decision(s)
-        outcome = bool(monitor.values[decision[0]])
+            decision = self.decided[id(s)] = self._decided(s)
+        outcome = bool(decision[0].cell_contents)
         if type(s) is LChoose:
             top.pc += 1
             path = top.path
@@ -249,6 +254,15 @@ class Runner:
             thread.frames.append(Frame(tells, path))
         self._settle(thread)
         return self._event("choice", None, None, None, s.label, decision[3], outcome)
+
+    def _decided(self, s) -> tuple:
+        """This runner's view of decision ``s``: the plan's (:meth:`_decision`), its slot
+        replaced by the monitor's cell that holds the guard's value (read per choice
+        without building every slot's dict)."""
+        decision = self.decisions.get(id(s))
+        if decision is None:
+            decision = self.decisions[id(s)] = self._decision(s)
+        return self.monitor.cell(decision[0]), *decision[1:]
 
     def _decision(self, s) -> tuple:
         """What every firing of decision ``s`` shares: its guard's slot in the monitor, the
@@ -297,6 +311,13 @@ class Runner:
                 frames.pop()  # a loop body ends: its loop statement below comes round
                 continue
             s = top.block[top.pc]
+            kind = _FIXED.get(type(s))
+            if kind is not None:  # wants(s, top) for the statements whose want is theirs
+                thread.want = (kind, s)
+                return
+            if type(s) is LRecv:  # and for a plain receive, without its call
+                thread.want = ("recv", (("m", s.msg, top.path),))
+                return
             if type(s) is LPar:
                 top.pc += 1
                 thread.joining = len(s.threads)

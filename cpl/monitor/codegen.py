@@ -68,7 +68,9 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
     """
     at = {name: p for p, name in enumerate(carried)}  # lifeline -> its entries' position
     me = at.get(lifeline)  # None: nobody reads this lifeline, it ships no entry of its own
-    namespace = {"U": UNSET, "new": tuple.__new__, "Metadata": _metadata_class()}
+    Metadata = _metadata_class()
+    namespace = {"U": UNSET, "new": tuple.__new__, "Metadata": Metadata,
+                 "NOTHING": tuple.__new__(Metadata, ((), (), ()))}
     constants: dict = {}  # (type, value) -> name bound in namespace, for values repr cannot carry
 
     def constant(value) -> str:
@@ -235,7 +237,8 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
                   updates=True),
         *function("send()", "A send: count, evaluate, return the metadata to ship.",
                   count + evaluate + write_own,
-                  "new(Metadata, (tuple(vc), tuple(views), tuple(varviews)))"),
+                  "new(Metadata, (tuple(vc), tuple(views), tuple(varviews)))" if carried
+                  else "NOTHING"),  # no entry at all: the same empty (immutable) metadata
         *function("receive(message, updates=None)", "A receive: merge views where the message is ahead.",
                   ["mvc, mviews, mvars = message"] + merge + store_update + count + evaluate,
                   updates=True),
