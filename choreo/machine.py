@@ -166,31 +166,99 @@ class Runner:
         return actions.failed(option[1].want[1], error, self.name, self.next_event)
 
     def fire(self, option: Option, value=None) -> tuple[Event | None, Message | None]:
-        """Take the event: (the recorded event or None when not recording, the message to send)."""
+        """Take the event: (the recorded event or None when not recording, the message to send).
+
+        Each kind's step is written out here, not called: the monitor's step, the thread
+        moved on (its next statement's want at once when it is a plain one, else
+        :meth:`_settle`), the event counted and built.  A call per part cost a third of a
+        P4 step (bench/runner_steps.py).  The order is the reference's: the monitor first
+        (a guard that raises leaves the count as it was), then the thread, then the count."""
         _, thread, message = option
         held = (self.holder or claimant(thread)) if self.atomic else None  # its block, if any
         kind, s = thread.want
+        name = self.name
         try:
             if kind == "recv":
-                fired = self._receive(thread, message), None
+                event, message = self._receive(thread, message), None
             elif kind == "act":
-                fired = self._act(thread, s, value), None
+                updates = (dict(s.values) if s.fn is None else
+                           actions.assignments(s, value, self.variables, name, self.naming))
+                self.monitor.act(updates)
+                message = None
+                to = msg = outcome = guard = payload = None
+                label = s.label
             elif kind == "choice":
-                fired = self._choice(thread, s), None
-            elif kind == "send":
-                store = self.store
-                names = s.vars  # one variable, the commonest, without a comprehension's frame
-                values = ({s.into[0]: store.get(names[0])} if len(names) == 1 else
-                          {into: store.get(var) for var, into in zip(names, s.into)})
-                fired = self._send(thread, ("m", s.msg), s.to, values, s.label, None)
-            else:  # tell
-                fired = self._send(thread, ("c", s.choice), s.to, {}, s.label, s.outcome)
+                top = thread.frames[-1]
+                self.monitor.choice()
+                decision = self.decided.get(id(s))  # the plan outlives the runner: ids stay
+                if decision is None:
+                    decision = self.decided[id(s)] = self._decided(s)
+                outcome = bool(decision[0].cell_contents)
+                if type(s) is LChoose:
+                    top.pc += 1
+                    path = top.path
+                    thread.frames.append(Frame(s.then if outcome else s.else_, path))
+                else:  # LWhile
+                    path = top.path + (top.next_k,)
+                    if outcome:
+                        top.next_k += 1
+                        thread.frames.append(Frame(s.body, path))
+                    else:
+                        top.pc += 1
+                        top.next_k = 0
+                tells = decision[1 + outcome]
+                if tells:
+                    thread.frames.append(Frame(tells, path))
+                self._settle(thread)
+                self.taken = taken = self.taken + 1
+                message = event = None
+                if self.record:
+                    clocks = self.clocks
+                    event = _new(Event, (f"{name}.{taken}", name, "choice", None, None, _EMPTY,
+                                         s.label, decision[3], outcome, clocks.stamp(
+                                             name, "choice", None) if clocks else None, None,
+                                         None))
+            else:  # a send: data, or a decision's outcome (tell)
+                self.sent = sent = self.sent + 1
+                msg = f"{name}:{sent}"
+                top = thread.frames[-1]
+                to, label = s.to, s.label
+                if kind == "send":
+                    store = self.store
+                    names = s.vars  # one variable, the commonest: no comprehension's frame
+                    values = ({s.into[0]: store.get(names[0])} if len(names) == 1 else
+                              {into: store.get(var) for var, into in zip(names, s.into)})
+                    message = _new(Message, (("m", s.msg, top.path), name, to, values,
+                                             self.monitor.send(), label, None, msg))
+                    payload = dict(values)
+                else:
+                    outcome = s.outcome
+                    message = _new(Message, (("c", s.choice, top.path), name, to, {},
+                                             self.monitor.send(), label, outcome, msg))
+                    payload = {"outcome": outcome}
+                kind, updates, outcome, guard = "send", None, None, None
         except EvaluationError as error:  # a predicate raised while the monitor evaluated
-            raise RunFailure(self.name, self.next_event, f"cannot evaluate a "
+            raise RunFailure(name, self.next_event, f"cannot evaluate a "
                              f"guard: {error}", kind="predicate") from None
+        if kind == "act" or kind == "send":  # the thread moves to its next statement
+            top = thread.frames[-1]
+            top.pc = pc = top.pc + 1
+            block = top.block
+            if pc < len(block) and (fixed := _FIXED.get(type(following := block[pc]))):
+                thread.want = (fixed, following)  # _settle's first step, without its call
+            else:
+                self._settle(thread)
+            self.taken = taken = self.taken + 1
+            if self.record:
+                clocks = self.clocks
+                event = _new(Event, (f"{name}.{taken}", name, kind, to, msg, MappingProxyType(
+                    updates) if updates else _EMPTY, label, guard, outcome, clocks.stamp(
+                        name, kind, msg) if clocks else None, None, payload))
+            else:
+                event = None
         if self.atomic:
             self.holder = held if held is not None and held[1] in held[0].frames else None
-        return fired
+        return event, message
 
     # -------------------------------------------------------------- the events
 
@@ -207,53 +275,6 @@ class Runner:
                             MappingProxyType(updates) if updates else _EMPTY, label, guard,
                             outcome, clocks.stamp(self.name, kind, msg) if clocks else None,
                             None, payload))
-
-    def _act(self, thread: Thread, s: LAct, value) -> Event | None:
-        updates = (dict(s.values) if s.fn is None else
-                   actions.assignments(s, value, self.variables, self.name, self.naming))
-        self.monitor.act(updates)
-        thread.frames[-1].pc += 1
-        self._settle(thread)
-        return self._event("act", None, None, updates, s.label)
-
-    def _send(self, thread: Thread, key: tuple, to: str, values: dict, label: str,
-              outcome: bool | None) -> tuple[Event | None, Message]:
-        """Count the send in the monitor; the message carries its metadata."""
-        self.sent += 1
-        msg_id = f"{self.name}:{self.sent}"
-        top = thread.frames[-1]
-        message = _new(Message, ((*key, top.path), self.name, to, values, self.monitor.send(),
-                                 label, outcome, msg_id))  # Message(...) without its __new__
-        top.pc += 1
-        self._settle(thread)
-        payload = dict(values) if key[0] == "m" else {"outcome": outcome}
-        return self._event("send", to, msg_id, None, label, None, None, payload), message
-
-    def _choice(self, thread: Thread, s) -> Event | None:
-        top = thread.frames[-1]
-        monitor = self.monitor
-        monitor.choice()
-        decision = self.decided.get(id(s))  # the plan outlives the runner: ids stay its
-        if decision is None:
-            decision = self.decided[id(s)] = self._decided(s)
-        outcome = bool(decision[0].cell_contents)
-        if type(s) is LChoose:
-            top.pc += 1
-            path = top.path
-            thread.frames.append(Frame(s.then if outcome else s.else_, path))
-        else:  # LWhile
-            path = top.path + (top.next_k,)
-            if outcome:
-                top.next_k += 1
-                thread.frames.append(Frame(s.body, path))
-            else:
-                top.pc += 1
-                top.next_k = 0
-        tells = decision[1 + outcome]
-        if tells:
-            thread.frames.append(Frame(tells, path))
-        self._settle(thread)
-        return self._event("choice", None, None, None, s.label, decision[3], outcome)
 
     def _decided(self, s) -> tuple:
         """This runner's view of decision ``s``: the plan's (:meth:`_decision`), its slot

@@ -136,6 +136,15 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
                 # mixed types (int vs float, bool vs int, …) need the full rule.
                 test = (f"({left} {node.op} {right} if {_type_of(node.left, left)} is "
                         f"{_type_of(node.right, right)} else {function}({left}, {right}))")
+            elif not text_constant:  # <, <=, >, >=: two ints compare as Python compares
+                # them (values._ordered), without the call: P4's guard at every event
+                kinds = {_type_of(node.left, left), _type_of(node.right, right)} - {"int"}
+                test = f"{function}({left}, {right})"
+                general = _defined([left] * l_unset + [right] * r_unset, test)
+                if not kinds or kinds & {"bool", "float"}:  # a constant that is not an int
+                    return general
+                both = " and ".join(f"{kind} is int" for kind in sorted(kinds))
+                return f"({left} {node.op} {right} if {both} else {general})"
             else:
                 test = f"{function}({left}, {right})"
             return _defined([left] * l_unset + [right] * r_unset, test)
