@@ -179,7 +179,8 @@ class Runner:
         name = self.name
         try:
             if kind == "recv":
-                event, message = self._receive(thread, message), None
+                event = self._receive(thread, message)
+                message = None
             elif kind == "act":
                 updates = (dict(s.values) if s.fn is None else
                            actions.assignments(s, value, self.variables, name, self.naming))
@@ -262,20 +263,6 @@ class Runner:
 
     # -------------------------------------------------------------- the events
 
-    def _event(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
-               outcome=None, payload=None) -> Event | None:
-        """Count the event; build it if recording.  ``updates`` is a dict nobody changes
-        later, so it is wrapped read-only, not copied (``Event.checked``: bench P5).  Called
-        with positional arguments: keywords cost per call (bench/runner_steps.py)."""
-        self.taken += 1
-        if not self.record:
-            return None
-        clocks = self.clocks
-        return _new(Event, (f"{self.name}.{self.taken}", self.name, kind, to, msg,
-                            MappingProxyType(updates) if updates else _EMPTY, label, guard,
-                            outcome, clocks.stamp(self.name, kind, msg) if clocks else None,
-                            None, payload))
-
     def _decided(self, s) -> tuple:
         """This runner's view of decision ``s``: the plan's (:meth:`_decision`), its slot
         replaced by the monitor's cell that holds the guard's value (read per choice
@@ -297,26 +284,31 @@ class Runner:
         top = thread.frames[-1]
         s = top.block[top.pc]
         kind = type(s)  # the statement classes are final
-        if kind is LBranch and s.via == "message":
+        if kind is LRecv:  # the commonest first
+            top.pc += 1
+        elif kind is LBranch and s.via == "message":
             first = s.then if message.key[1] == s.then[0].msg else s.else_
             top.pc += 1
             thread.frames.append(Frame(first, top.path, pc=1))
         elif kind is LBranch:
             top.pc += 1
             thread.frames.append(Frame(s.then if message.outcome else s.else_, top.path))
-        elif kind is LLoop:
-            if message.outcome:
-                thread.frames.append(Frame(s.body, top.path + (top.next_k,)))
-                top.next_k += 1
-            else:
-                top.pc += 1
-                top.next_k = 0
+        elif message.outcome:  # LLoop
+            thread.frames.append(Frame(s.body, top.path + (top.next_k,)))
+            top.next_k += 1
         else:
             top.pc += 1
+            top.next_k = 0
         updates = message.values
         self.monitor.receive(message.metadata, updates or None)
         self._settle(thread)
-        return self._event("recv", None, message.msg_id, updates, message.label)
+        self.taken = taken = self.taken + 1  # the event, built in place (see fire)
+        if not self.record:
+            return None
+        name, clocks, msg = self.name, self.clocks, message.msg_id
+        return _new(Event, (f"{name}.{taken}", name, "recv", None, msg, MappingProxyType(
+            updates) if updates else _EMPTY, message.label, None, None, clocks.stamp(
+                name, "recv", msg) if clocks else None, None, None))
 
     # ------------------------------------------------------------ settling
 
@@ -336,8 +328,11 @@ class Runner:
             if kind is not None:  # wants(s, top) for the statements whose want is theirs
                 thread.want = (kind, s)
                 return
-            if type(s) is LRecv:  # and for a plain receive, without its call
+            if type(s) is LRecv:  # and for a plain receive or a loop's, without its call
                 thread.want = ("recv", (("m", s.msg, top.path),))
+                return
+            if type(s) is LLoop:
+                thread.want = ("recv", (("c", s.choice, top.path + (top.next_k,)),))
                 return
             if type(s) is LPar:
                 top.pc += 1
