@@ -72,8 +72,15 @@ class Driver:
         # that fired and the receiver of its message (a step's cost, bench P5).  At the
         # runner's place in the plan: a list is cheaper to refresh than a dict (P5 again).
         lists, only = [()] * self._width, self._only
-        for runner in self.runners:
-            lists[runner.index] = runner.enabled()
+        # A lone runner without atomic blocks (a lifeline process, mostly): its options are
+        # worked out at the top of each step instead, and the commonest case — one thread,
+        # its next event not a receive — needs no ``enabled`` scan: it is that thread's
+        # event (what ``enabled`` would give, computed at the same moment: after the last
+        # step's emit and post, before ``until``).
+        lone = self.runners[0] if only is not None and not self.runners[0].atomic else None
+        if lone is None:
+            for runner in self.runners:
+                lists[runner.index] = runner.enabled()
         steps = self.steps
         try:
             while True:
@@ -81,7 +88,20 @@ class Driver:
                     option, value = done
                     runner = option[0]
                 else:
-                    if only is not None:
+                    if lone is not None:
+                        threads = lone.threads
+                        if len(threads) != 1 or (want := (thread := threads[0]).want) is None:
+                            options = lone.enabled()
+                        elif want[0] != "recv":
+                            options = [(lone, thread, None)]
+                        else:  # enabled() of one thread, inlined: the messages it accepts
+                            options = []
+                            inbox = lone.inbox
+                            for key in want[1]:
+                                message = inbox.get(key)
+                                if message is not None:
+                                    options.append((lone, thread, message))
+                    elif only is not None:
                         options = lists[only]  # a new list each step: nobody else holds it
                     else:
                         options = []
@@ -124,8 +144,10 @@ class Driver:
                         if sent is not None:
                             sent(message, steps)
                         receiver.deliver(message)
-                        lists[receiver.index] = receiver.enabled()
-                lists[runner.index] = runner.enabled()
+                        if lone is None:
+                            lists[receiver.index] = receiver.enabled()
+                if lone is None:
+                    lists[runner.index] = runner.enabled()
         finally:
             self.steps = steps
 

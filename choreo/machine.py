@@ -41,7 +41,7 @@ from cpl.monitor import Monitor
 from cpl.trace import Event
 from . import actions
 from .continuations import AtomicFrame, Frame, Tell, Thread, claimant, waiting_at, wants, within
-from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, walk
+from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
 from .status import RunFailure
 
 
@@ -64,6 +64,8 @@ class Message(NamedTuple):
 # builds a few, and a NamedTuple costs five times as much to build (bench P5).
 Option = tuple
 _EMPTY = MappingProxyType({})
+# The statements whose next event is fixed (no message key): ``wants`` without its call.
+_FIXED = {LAct: "act", LSend: "send", Tell: "tell", LChoose: "choice", LWhile: "choice"}
 _new = tuple.__new__  # Event.checked without the call of a classmethod (bench/runner_steps.py)
 
 
@@ -107,6 +109,7 @@ class Runner:
         # id(LChoose/LWhile) -> (its guard's slot, the tells if false, if true, the guard's
         # text), immutable, shared by the lifeline's runners: the plan holds the statements
         self.decisions: dict = shared[1]
+        self.decided: dict = {}  # id(LChoose/LWhile) -> the same, its slot as our monitor's cell
         self.naming = lambda: f"{self.name}.{self.taken + 1}"  # the next event's id, when
         # a failure needs it: not built per action (bench/runner_steps.py)
         self._spawn(Thread([Frame(body, ())]))
@@ -163,92 +166,111 @@ class Runner:
         return actions.failed(option[1].want[1], error, self.name, self.next_event)
 
     def fire(self, option: Option, value=None) -> tuple[Event | None, Message | None]:
-        """Take the event: (the recorded event or None when not recording, the message to send)."""
+        """Take the event: (the recorded event or None when not recording, the message to send).
+
+        Each kind's step is written out here, not called: the monitor's step, the thread
+        moved on (its next statement's want at once when it is a plain one, else
+        :meth:`_settle`), the event counted and built.  A call per part cost a third of a
+        P4 step (bench/runner_steps.py).  The order is the reference's: the monitor first
+        (a guard that raises leaves the count as it was), then the thread, then the count."""
         _, thread, message = option
         held = (self.holder or claimant(thread)) if self.atomic else None  # its block, if any
         kind, s = thread.want
+        name = self.name
         try:
             if kind == "recv":
-                fired = self._receive(thread, message), None
+                event = self._receive(thread, message)
+                message = None
             elif kind == "act":
-                fired = self._act(thread, s, value), None
+                updates = (dict(s.values) if s.fn is None else
+                           actions.assignments(s, value, self.variables, name, self.naming))
+                self.monitor.act(updates)
+                message = None
+                to = msg = outcome = guard = payload = None
+                label = s.label
             elif kind == "choice":
-                fired = self._choice(thread, s), None
-            elif kind == "send":
-                store = self.store
-                values = {into: store.get(var) for var, into in zip(s.vars, s.into)}
-                fired = self._send(thread, ("m", s.msg), s.to, values, s.label, None)
-            else:  # tell
-                fired = self._send(thread, ("c", s.choice), s.to, {}, s.label, s.outcome)
+                top = thread.frames[-1]
+                self.monitor.choice()
+                decision = self.decided.get(id(s))  # the plan outlives the runner: ids stay
+                if decision is None:
+                    decision = self.decided[id(s)] = self._decided(s)
+                outcome = bool(decision[0].cell_contents)
+                if type(s) is LChoose:
+                    top.pc += 1
+                    path = top.path
+                    thread.frames.append(Frame(s.then if outcome else s.else_, path))
+                else:  # LWhile
+                    path = top.path + (top.next_k,)
+                    if outcome:
+                        top.next_k += 1
+                        thread.frames.append(Frame(s.body, path))
+                    else:
+                        top.pc += 1
+                        top.next_k = 0
+                tells = decision[1 + outcome]
+                if tells:
+                    thread.frames.append(Frame(tells, path))
+                self._settle(thread)
+                self.taken = taken = self.taken + 1
+                message = event = None
+                if self.record:
+                    clocks = self.clocks
+                    event = _new(Event, (f"{name}.{taken}", name, "choice", None, None, _EMPTY,
+                                         s.label, decision[3], outcome, clocks.stamp(
+                                             name, "choice", None) if clocks else None, None,
+                                         None))
+            else:  # a send: data, or a decision's outcome (tell)
+                self.sent = sent = self.sent + 1
+                msg = f"{name}:{sent}"
+                top = thread.frames[-1]
+                to, label = s.to, s.label
+                if kind == "send":
+                    store = self.store
+                    names = s.vars  # one variable, the commonest: no comprehension's frame
+                    values = ({s.into[0]: store.get(names[0])} if len(names) == 1 else
+                              {into: store.get(var) for var, into in zip(names, s.into)})
+                    message = _new(Message, (("m", s.msg, top.path), name, to, values,
+                                             self.monitor.send(), label, None, msg))
+                    payload = dict(values)
+                else:
+                    outcome = s.outcome
+                    message = _new(Message, (("c", s.choice, top.path), name, to, {},
+                                             self.monitor.send(), label, outcome, msg))
+                    payload = {"outcome": outcome}
+                kind, updates, outcome, guard = "send", None, None, None
         except EvaluationError as error:  # a predicate raised while the monitor evaluated
-            raise RunFailure(self.name, self.next_event, f"cannot evaluate a "
+            raise RunFailure(name, self.next_event, f"cannot evaluate a "
                              f"guard: {error}", kind="predicate") from None
+        if kind == "act" or kind == "send":  # the thread moves to its next statement
+            top = thread.frames[-1]
+            top.pc = pc = top.pc + 1
+            block = top.block
+            if pc < len(block) and (fixed := _FIXED.get(type(following := block[pc]))):
+                thread.want = (fixed, following)  # _settle's first step, without its call
+            else:
+                self._settle(thread)
+            self.taken = taken = self.taken + 1
+            if self.record:
+                clocks = self.clocks
+                event = _new(Event, (f"{name}.{taken}", name, kind, to, msg, MappingProxyType(
+                    updates) if updates else _EMPTY, label, guard, outcome, clocks.stamp(
+                        name, kind, msg) if clocks else None, None, payload))
+            else:
+                event = None
         if self.atomic:
             self.holder = held if held is not None and held[1] in held[0].frames else None
-        return fired
+        return event, message
 
     # -------------------------------------------------------------- the events
 
-    def _event(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
-               outcome=None, payload=None) -> Event | None:
-        """Count the event; build it if recording.  ``updates`` is a dict nobody changes
-        later, so it is wrapped read-only, not copied (``Event.checked``: bench P5).  Called
-        with positional arguments: keywords cost per call (bench/runner_steps.py)."""
-        self.taken += 1
-        if not self.record:
-            return None
-        clocks = self.clocks
-        return _new(Event, (f"{self.name}.{self.taken}", self.name, kind, to, msg,
-                            MappingProxyType(updates) if updates else _EMPTY, label, guard,
-                            outcome, clocks.stamp(self.name, kind, msg) if clocks else None,
-                            None, payload))
-
-    def _act(self, thread: Thread, s: LAct, value) -> Event | None:
-        updates = (dict(s.values) if s.fn is None else
-                   actions.assignments(s, value, self.variables, self.name, self.naming))
-        self.monitor.act(updates)
-        thread.frames[-1].pc += 1
-        self._settle(thread)
-        return self._event("act", None, None, updates, s.label)
-
-    def _send(self, thread: Thread, key: tuple, to: str, values: dict, label: str,
-              outcome: bool | None) -> tuple[Event | None, Message]:
-        """Count the send in the monitor; the message carries its metadata."""
-        self.sent += 1
-        msg_id = f"{self.name}:{self.sent}"
-        top = thread.frames[-1]
-        message = _new(Message, ((*key, top.path), self.name, to, values, self.monitor.send(),
-                                 label, outcome, msg_id))  # Message(...) without its __new__
-        top.pc += 1
-        self._settle(thread)
-        payload = dict(values) if key[0] == "m" else {"outcome": outcome}
-        return self._event("send", to, msg_id, None, label, None, None, payload), message
-
-    def _choice(self, thread: Thread, s) -> Event | None:
-        top = thread.frames[-1]
-        monitor = self.monitor
-        monitor.choice()
-        decision = self.decisions.get(id(s))  # the plan outlives the runner: ids stay its
+    def _decided(self, s) -> tuple:
+        """This runner's view of decision ``s``: the plan's (:meth:`_decision`), its slot
+        replaced by the monitor's cell that holds the guard's value (read per choice
+        without building every slot's dict)."""
+        decision = self.decisions.get(id(s))
         if decision is None:
             decision = self.decisions[id(s)] = self._decision(s)
-        outcome = bool(monitor.values[decision[0]])
-        if type(s) is LChoose:
-            top.pc += 1
-            path = top.path
-            thread.frames.append(Frame(s.then if outcome else s.else_, path))
-        else:  # LWhile
-            path = top.path + (top.next_k,)
-            if outcome:
-                top.next_k += 1
-                thread.frames.append(Frame(s.body, path))
-            else:
-                top.pc += 1
-                top.next_k = 0
-        tells = decision[1 + outcome]
-        if tells:
-            thread.frames.append(Frame(tells, path))
-        self._settle(thread)
-        return self._event("choice", None, None, None, s.label, decision[3], outcome)
+        return self.monitor.cell(decision[0]), *decision[1:]
 
     def _decision(self, s) -> tuple:
         """What every firing of decision ``s`` shares: its guard's slot in the monitor, the
@@ -262,26 +284,31 @@ class Runner:
         top = thread.frames[-1]
         s = top.block[top.pc]
         kind = type(s)  # the statement classes are final
-        if kind is LBranch and s.via == "message":
+        if kind is LRecv:  # the commonest first
+            top.pc += 1
+        elif kind is LBranch and s.via == "message":
             first = s.then if message.key[1] == s.then[0].msg else s.else_
             top.pc += 1
             thread.frames.append(Frame(first, top.path, pc=1))
         elif kind is LBranch:
             top.pc += 1
             thread.frames.append(Frame(s.then if message.outcome else s.else_, top.path))
-        elif kind is LLoop:
-            if message.outcome:
-                thread.frames.append(Frame(s.body, top.path + (top.next_k,)))
-                top.next_k += 1
-            else:
-                top.pc += 1
-                top.next_k = 0
+        elif message.outcome:  # LLoop
+            thread.frames.append(Frame(s.body, top.path + (top.next_k,)))
+            top.next_k += 1
         else:
             top.pc += 1
+            top.next_k = 0
         updates = message.values
         self.monitor.receive(message.metadata, updates or None)
         self._settle(thread)
-        return self._event("recv", None, message.msg_id, updates, message.label)
+        self.taken = taken = self.taken + 1  # the event, built in place (see fire)
+        if not self.record:
+            return None
+        name, clocks, msg = self.name, self.clocks, message.msg_id
+        return _new(Event, (f"{name}.{taken}", name, "recv", None, msg, MappingProxyType(
+            updates) if updates else _EMPTY, message.label, None, None, clocks.stamp(
+                name, "recv", msg) if clocks else None, None, None))
 
     # ------------------------------------------------------------ settling
 
@@ -297,6 +324,16 @@ class Runner:
                 frames.pop()  # a loop body ends: its loop statement below comes round
                 continue
             s = top.block[top.pc]
+            kind = _FIXED.get(type(s))
+            if kind is not None:  # wants(s, top) for the statements whose want is theirs
+                thread.want = (kind, s)
+                return
+            if type(s) is LRecv:  # and for a plain receive or a loop's, without its call
+                thread.want = ("recv", (("m", s.msg, top.path),))
+                return
+            if type(s) is LLoop:
+                thread.want = ("recv", (("c", s.choice, top.path + (top.next_k,)),))
+                return
             if type(s) is LPar:
                 top.pc += 1
                 thread.joining = len(s.threads)

@@ -68,7 +68,9 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
     """
     at = {name: p for p, name in enumerate(carried)}  # lifeline -> its entries' position
     me = at.get(lifeline)  # None: nobody reads this lifeline, it ships no entry of its own
-    namespace = {"U": UNSET, "new": tuple.__new__, "Metadata": _metadata_class()}
+    Metadata = _metadata_class()
+    namespace = {"U": UNSET, "new": tuple.__new__, "Metadata": Metadata,
+                 "NOTHING": tuple.__new__(Metadata, ((), (), ()))}
     constants: dict = {}  # (type, value) -> name bound in namespace, for values repr cannot carry
 
     def constant(value) -> str:
@@ -134,6 +136,15 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
                 # mixed types (int vs float, bool vs int, …) need the full rule.
                 test = (f"({left} {node.op} {right} if {_type_of(node.left, left)} is "
                         f"{_type_of(node.right, right)} else {function}({left}, {right}))")
+            elif not text_constant:  # <, <=, >, >=: two ints compare as Python compares
+                # them (values._ordered), without the call: P4's guard at every event
+                kinds = {_type_of(node.left, left), _type_of(node.right, right)} - {"int"}
+                test = f"{function}({left}, {right})"
+                general = _defined([left] * l_unset + [right] * r_unset, test)
+                if not kinds or kinds & {"bool", "float"}:  # a constant that is not an int
+                    return general
+                both = " and ".join(f"{kind} is int" for kind in sorted(kinds))
+                return f"({left} {node.op} {right} if {both} else {general})"
             else:
                 test = f"{function}({left}, {right})"
             return _defined([left] * l_unset + [right] * r_unset, test)
@@ -235,7 +246,8 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
                   updates=True),
         *function("send()", "A send: count, evaluate, return the metadata to ship.",
                   count + evaluate + write_own,
-                  "new(Metadata, (tuple(vc), tuple(views), tuple(varviews)))"),
+                  "new(Metadata, (tuple(vc), tuple(views), tuple(varviews)))" if carried
+                  else "NOTHING"),  # no entry at all: the same empty (immutable) metadata
         *function("receive(message, updates=None)", "A receive: merge views where the message is ahead.",
                   ["mvc, mviews, mvars = message"] + merge + store_update + count + evaluate,
                   updates=True),

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from .codegen import slot_cell
 from .compile import Program
 from .metadata import Metadata
 
@@ -70,6 +71,12 @@ class Monitor:
         """Where a compiled guard's value is in :attr:`values`: a driver that reads the same
         guard at every decision looks its slot up once (hashing a formula costs per call)."""
         return self._slot_of[formula]
+
+    def cell(self, slot: int):
+        """The closure cell holding slot ``slot`` (of :attr:`values`): its ``cell_contents``
+        is the slot's value at the latest event, read without building :attr:`values`'s
+        dict (a driver reads one guard per decision)."""
+        return slot_cell(self._values, slot)
 
     @property
     def values(self) -> dict[int, int]:
