@@ -177,7 +177,7 @@ class LifelineProcess:
             socket, inbox, control), late=None if shipped else LATE)
         flush = self._flush if shipped else None
         driver = Driver([runner], self._pick, self.log.write,
-                        lambda message: self._post(message, outboxes), background=self.actions,
+                        self._poster(outboxes), background=self.actions,
                         before_action=flush)
         self.under_way = driver.under_way
 
@@ -225,15 +225,20 @@ class LifelineProcess:
         """This lifeline's seeded choice among its threads' events."""
         return options[self.schedule.randrange(len(options))] if len(options) > 1 else options[0]
 
-    def _post(self, message, outboxes) -> None:
-        """Queue ``message``'s frame (its send is in the log already): frames ready together
-        leave together (:mod:`runtime.outgoing`)."""
-        try:
-            frame = encode(self.c.run, message, self.runner.sent)
-        except FrameTooLarge as error:  # the send happened; its message cannot travel
-            raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{self.runner.taken}",
-                             str(error), kind="message") from None
-        self.outgoing.put(outboxes[message.receiver], frame)
+    def _poster(self, outboxes):
+        """``post(message)``: queue its frame (its send is in the log already); frames
+        ready together leave together (:mod:`runtime.outgoing`).  A closure: once a
+        message, every name it uses is bound here."""
+        run, runner, put = self.c.run, self.runner, self.outgoing.put
+
+        def post(message) -> None:
+            try:
+                frame = encode(run, message, runner.sent)
+            except FrameTooLarge as error:  # the send happened; its message cannot travel
+                raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{runner.taken}",
+                                 str(error), kind="message") from None
+            put(outboxes[message.receiver], frame)
+        return post
 
     def _flush(self) -> None:
         """Send the queued frames, a shipped log's lines first (before they leave)."""
