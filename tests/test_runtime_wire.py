@@ -36,13 +36,13 @@ def _state(inbound):
     return (dict(inbound.last_seq), dict(inbound.last_clock), dict(inbound.rejected))
 
 
-_CHANGES = {"values": st.one_of(msgpack_values(), st.dictionaries(
-    st.sampled_from(["x", "y", "z"]), st.one_of(msgpack_values(), st.integers(-2**63, 2**64 - 1),
-                                              st.floats(),
-                                              st.booleans()), max_size=2)),
-    "seq": st.one_of(st.integers(-2, 6), msgpack_values()),
-    "path": st.one_of(st.lists(st.integers(-1, 3), max_size=2), msgpack_values()),
-    "outcome": st.one_of(st.none(), st.booleans(), msgpack_values())}
+_VALUE = st.one_of(msgpack_values(), st.integers(-2**63, 2**64 - 1), st.floats(), st.booleans())
+_CHANGES = {"values": st.one_of(msgpack_values(),
+                                st.dictionaries(st.sampled_from(["x", "y", "z"]), _VALUE,
+                                                max_size=2)),
+            "seq": st.one_of(st.integers(-2, 6), msgpack_values()),
+            "path": st.one_of(st.lists(st.integers(-1, 3), max_size=2), msgpack_values()),
+            "outcome": st.one_of(st.none(), st.booleans(), msgpack_values())}
 
 
 @settings(max_examples=300)
