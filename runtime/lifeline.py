@@ -48,7 +48,7 @@ from .control import (BEAT, FROM_SUPERVISOR, IDLE, SUPERVISOR_SILENCE, Beat, Hel
                       Start, State, Stop, decode, routing_id, send)
 from .lineage import die_with_parent
 from .outgoing import LATE, Outgoing
-from .wire import MAX_FRAME, FrameRejected, FrameTooLarge, Inbound, encode
+from .wire import MAX_FRAME, MAX_PARTS, FrameRejected, FrameTooLarge, Inbound, encode
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
 READ_EVERY = 8  # steps between two reads of the sockets in a burst of steps
@@ -172,11 +172,12 @@ class LifelineProcess:
         poller.register(self.actions.wake_fd, zmq.POLLIN)
         shipped = isinstance(self.log, ShippedLog)  # its frames leave after its log lines
         self._control = control
+        self._readable = [(inbox, _POLLIN), (control, _POLLIN)]
         self.outgoing = Outgoing(lambda: self.stopping, lambda socket: self._make_room(
             socket, inbox, control), late=None if shipped else LATE)
         flush = self._flush if shipped else None
         driver = Driver([runner], self._pick, self.log.write,
-                        lambda message: self._post(message, outboxes), background=self.actions,
+                        self._poster(outboxes), background=self.actions,
                         before_action=flush)
         self.under_way = driver.under_way
 
@@ -224,15 +225,20 @@ class LifelineProcess:
         """This lifeline's seeded choice among its threads' events."""
         return options[self.schedule.randrange(len(options))] if len(options) > 1 else options[0]
 
-    def _post(self, message, outboxes) -> None:
-        """Queue ``message``'s frame (its send is in the log already): frames ready together
-        leave together (:mod:`runtime.outgoing`)."""
-        try:
-            frame = encode(self.c.run, message, self.runner.sent)
-        except FrameTooLarge as error:  # the send happened; its message cannot travel
-            raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{self.runner.taken}",
-                             str(error), kind="message") from None
-        self.outgoing.put(outboxes[message.receiver], frame)
+    def _poster(self, outboxes):
+        """``post(message)``: queue its frame (its send is in the log already); frames
+        ready together leave together (:mod:`runtime.outgoing`).  A closure: once a
+        message, every name it uses is bound here."""
+        run, runner, put = self.c.run, self.runner, self.outgoing.put
+
+        def post(message) -> None:
+            try:
+                frame = encode(run, message, runner.sent)
+            except FrameTooLarge as error:  # the send happened; its message cannot travel
+                raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{runner.taken}",
+                                 str(error), kind="message") from None
+            put(outboxes[message.receiver], frame)
+        return post
 
     def _flush(self) -> None:
         """Send the queued frames, a shipped log's lines first (before they leave)."""
@@ -248,41 +254,72 @@ class LifelineProcess:
     def _drain(self, inbox, control) -> None:
         """Take every frame waiting now: messages into the Runner's inbox, orders from the
         supervisor.  Frames that fail the checks are counted and dropped."""
-        # Asking ZMQ_EVENTS costs a fifth of a failed non-blocking recv (an exception).
-        while inbox.getsockopt(_EVENTS) & _POLLIN:
-            self._accept(inbox.recv(copy=False))
-        while control.getsockopt(_EVENTS) & _POLLIN:
-            order = decode(control.recv(), FROM_SUPERVISOR)
-            self.last_word = time.monotonic()
-            if isinstance(order, Stop):
-                self.stopping = True
-            elif isinstance(order, Probe):  # Mattern's wave: our state as of now
-                busy = self.status == "running" and (self.under_way or self.runner.enabled())
-                self._report(control, "busy" if busy else "idle" if self.status == "running"
-                             else "end", probe=order.wave)
+        # One zmq_poll asks both sockets: a ZMQ_EVENTS each cost twice as much (pyzmq
+        # looks the option up in an enum per call), a failed non-blocking recv four times
+        for socket, _ in zmq.zmq_poll(self._readable, 0):
+            if socket is inbox:
+                self._take(inbox)
+                while inbox.getsockopt(_EVENTS) & _POLLIN:  # once a message, not a frame
+                    self._take(inbox)
+                continue
+            while control.getsockopt(_EVENTS) & _POLLIN:
+                order = decode(control.recv(), FROM_SUPERVISOR)
+                self.last_word = time.monotonic()
+                if isinstance(order, Stop):
+                    self.stopping = True
+                elif isinstance(order, Probe):  # Mattern's wave: our state as of now
+                    busy = self.status == "running" and (self.under_way
+                                                         or self.runner.enabled())
+                    self._report(control, "busy" if busy else "idle"
+                                 if self.status == "running" else "end", probe=order.wave)
 
-    def _accept(self, frame) -> None:
-        try:
-            signer = frame.get("User-Id") if self.c.keys is not None else None
-            message = self.inbound.check(frame.bytes, self.runner.taken, signer)
+    def _take(self, inbox) -> None:
+        """One ZeroMQ message from the inbox: its parts, each a frame checked on its own
+        (a peer sends the frames ready together as one message, runtime.outgoing), all
+        there at once (ZeroMQ delivers a message whole), from one peer (one ``User-Id``).
+        A message of more than ``MAX_PARTS`` parts is refused whole, no part of it checked."""
+        part = inbox.recv(copy=False)
+        signer = part.get("User-Id") if self.c.keys is not None else None
+        if not part.more:
+            return self._accept((part.bytes,), signer)
+        frames, count = [part.bytes], 1
+        while part.more:
+            part = inbox.recv(copy=False)
+            count += 1
+            if count <= MAX_PARTS:
+                frames.append(part.bytes)
+        if count > MAX_PARTS:
+            self.inbound.rejected["parts"] += count
+            return self._tell_refused(FrameRejected(
+                "parts", f"a message of {count} parts from {signer or 'a peer'} (a lifeline "
+                f"sends at most {MAX_PARTS} at once): all refused"), count)
+        self._accept(frames, signer)
+
+    def _accept(self, frames, signer: str | None) -> None:
+        """Check each frame, deliver what passes (the Runner takes no step meanwhile)."""
+        check, deliver, taken = self.inbound.check, self.runner.deliver, self.runner.taken
+        for frame in frames:
             try:
-                self.runner.deliver(message)
-            except Undeliverable as error:  # a second copy of a message still waiting
-                self.inbound.rejected[error.reason] += 1
-                raise FrameRejected(error.reason, str(error)) from None
-        except FrameRejected as rejected:
-            self._tell_refused(rejected)
-            return
-        self.received += 1
+                message = check(frame, taken, signer)
+                try:
+                    deliver(message)
+                except Undeliverable as error:  # a second copy of a message still waiting
+                    self.inbound.rejected[error.reason] += 1
+                    raise FrameRejected(error.reason, str(error)) from None
+            except FrameRejected as rejected:
+                self._tell_refused(rejected)
+                continue
+            self.received += 1
 
-    def _tell_refused(self, rejected: FrameRejected) -> None:
+    def _tell_refused(self, rejected: FrameRejected, count: int = 1) -> None:
         """Say the first few refusals of each reason; count the rest (a peer holding
-        the run's keys must not be able to flood standard error)."""
+        the run's keys must not be able to flood standard error).  ``count``: frames
+        the refusal covers, counted already."""
         shown = self.inbound.rejected[rejected.reason]
-        if shown <= REFUSALS_SHOWN:
+        if shown - count < REFUSALS_SHOWN:
             print(f"cpl lifeline {self.c.lifeline}: refused a frame: {rejected}",
                   file=sys.stderr)
-        if shown == REFUSALS_SHOWN:
+        if shown - count < REFUSALS_SHOWN <= shown:
             print(f"cpl lifeline {self.c.lifeline}: further frames refused as "
                   f"{rejected.reason!r} are counted (the trace's meta.rejected_frames), "
                   "not shown", file=sys.stderr)
