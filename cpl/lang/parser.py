@@ -1,16 +1,15 @@
-"""Text → AST.  Lark does the parsing; this module turns its trees into
-frozen AST values and its exceptions into ``GuardError`` with words a
-person can act on ("expected a term after '=='", "unclosed '('")."""
+"""Text → AST.  ``lalr`` does the parsing, from the tables Lark built
+(``tables``); this module turns its trees into frozen AST values and its
+errors into ``GuardError`` with words a person can act on ("expected a term
+after '=='", "unclosed '('")."""
 
 from __future__ import annotations
 
 import functools
 import math
 
-import lark
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
-
 from . import ast, tables
+from .lalr import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 from ..errors import GuardError
 
 # The words of the grammar that cannot name a variable or a lifeline (cpl.md,
@@ -32,11 +31,11 @@ _CHAINS = {"and_", "or_"}
 MAX_GUARD_LENGTH = 100_000
 
 
-_lark = functools.lru_cache(maxsize=None)(tables.parser)
+_parser = functools.lru_cache(maxsize=None)(tables.parser)
 
 
 def parse(text: str) -> ast.Formula:
-    """Parse guard text; raise ``GuardError`` (never a Lark exception)."""
+    """Parse guard text; raise ``GuardError`` (never a parser exception)."""
     if not isinstance(text, str):
         raise GuardError(f"a guard must be text, not {type(text).__name__}")
     if not text.strip():
@@ -46,7 +45,7 @@ def parse(text: str) -> ast.Formula:
                          f"{MAX_GUARD_LENGTH:,} are read",
                          hint="split it into several smaller guards")
     try:
-        tree = _lark().parse(text)
+        tree = _parser().parse(text)
         _check_depth(tree, text)
         return ast.hashed(_Builder(text).transform(tree))
     except UnexpectedInput as error:
@@ -67,7 +66,12 @@ def _check_depth(tree, text: str) -> None:
                              text, node.meta.line, node.meta.column,
                              hint="split it into several smaller guards")
         stack.extend((child, depth + (child.data != node.data or node.data not in _CHAINS))
-                     for child in node.children if isinstance(child, lark.Tree))
+                     for child in node.children if _is_tree(child))
+
+
+def _is_tree(node) -> bool:
+    """A rule's node, not a token (a ``str``) or an absent option (``None``)."""
+    return node is not None and not isinstance(node, str)
 
 
 # ------------------------------------------------------------ tree → AST
@@ -84,7 +88,7 @@ def _token_span(token) -> ast.Span:
 
 
 class _Builder:
-    """Lark's tree → AST, one method per rule called with (meta, children), children
+    """The parse tree → AST, one method per rule called with (meta, children), children
     first.  Iterative: a chain of ``&&`` is a tree as deep as the chain is long."""
 
     def __init__(self, text: str):
@@ -95,7 +99,7 @@ class _Builder:
         stack = [(tree, False)]
         while stack:
             node, expanded = stack.pop()
-            if not isinstance(node, lark.Tree):  # a token, or None for an absent option
+            if not _is_tree(node):  # a token, or None for an absent option
                 results.append(node)
             elif not expanded:
                 stack.append((node, True))
@@ -221,15 +225,13 @@ def _is_hex(text: str) -> bool:
 def _describe(terminal: str) -> str:
     if terminal in _WORDS:
         return _WORDS[terminal]
-    for definition in _lark().terminals:
-        if definition.name == terminal:
-            return f"'{definition.pattern.value}'"
-    return terminal.lower()
+    text = _parser().literal(terminal)
+    return terminal.lower() if text is None else f"'{text}'"
 
 
 def _tokens_before(text: str, offset: int) -> list:
     try:
-        return list(_lark().lex(text[:offset]))
+        return list(_parser().lex(text[:offset]))
     except UnexpectedInput:
         return []
 
