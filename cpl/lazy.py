@@ -14,7 +14,6 @@ system from rebinding it to the module.
 
 from __future__ import annotations
 
-import importlib
 import sys
 import types
 
@@ -30,12 +29,19 @@ class _Face(types.ModuleType):
         super().__setattr__(name, value)
 
 
+def _imported(name: str) -> types.ModuleType:
+    """Module ``name``, imported by the interpreter's own import (``-X importtime`` shows
+    it, which it does not for ``importlib.import_module``)."""
+    __import__(name)
+    return sys.modules[name]
+
+
 def _submodule(package: str, name: str):
     missing = AttributeError(f"module {package!r} has no attribute {name!r}")
     if name.startswith("__"):
         raise missing
     try:
-        return importlib.import_module(f"{package}.{name}")
+        return _imported(f"{package}.{name}")
     except ModuleNotFoundError as error:
         if error.name != f"{package}.{name}":
             raise
@@ -56,7 +62,7 @@ def face(package: str, sources: dict[str, str]) -> None:
         if name not in names:  # a submodule, as ``import package`` used to leave it bound
             return _submodule(package, name)
         module, attr = names[name]
-        value = getattr(importlib.import_module(module, package), attr)
+        value = getattr(_imported(package + module), attr)
         setattr(space, name, value)
         return value
 

@@ -17,8 +17,6 @@ import argparse
 import os
 import sys
 
-import importlib
-
 from cpl.errors import GuardError, TraceError
 
 from .usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, complain
@@ -69,7 +67,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     for module, adder, names in _GROUPS:
         if known and command not in names:
             continue
-        add = getattr(importlib.import_module(module, __name__), adder)
+        __import__(f"{__name__}{module}")
+        add = getattr(sys.modules[f"{__name__}{module}"], adder)
         if module == ".view":
             add(commands, drawing=command in (None, "render"))
         else:
