@@ -87,12 +87,22 @@ def _command(argv: list[str]) -> str | None:
     return None
 
 
+class _Unraised(Exception):
+    """What ``except`` names for ``ChoreographyError`` while ``choreo`` is not imported."""
+
+
+def _choreography_error() -> type:
+    """``choreo.errors.ChoreographyError`` if a command imported ``choreo`` (only then can
+    one have been raised): ``cpl eval`` and ``cpl check`` do not pay for importing it."""
+    errors = sys.modules.get("choreo.errors")
+    return _Unraised if errors is None else errors.ChoreographyError
+
+
 def main(argv: list[str] | None = None) -> int:
-    from choreo.errors import ChoreographyError
     args = build_parser(_command(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     try:
         return args.run(args)
-    except ChoreographyError as error:
+    except _choreography_error() as error:
         complain(error.render())
         return EXIT_USAGE
     except UsageError as error:
