@@ -5,15 +5,19 @@ Write the protocol once from above (:mod:`choreo.dsl`), check it
 Imports go one way: ``cpl`` ← ``choreo`` ← ``runtime``.
 """
 
-from .dsl import Choreography
-from .errors import ChoreographyError, Where
-from .load import load, load_one
-from .model import Input, Lifeline, SymbolSet, Var
-from .project import Projection, project
-from .show import show
-from .validate import Report, validate
+from cpl.lazy import face
 
 __all__ = [
     "Choreography", "ChoreographyError", "Where", "load", "load_one", "Input", "Lifeline",
     "SymbolSet", "Var", "Projection", "project", "show", "Report", "validate",
 ]
+
+face(__name__, {
+    ".dsl": "Choreography",
+    ".errors": "ChoreographyError Where",
+    ".load": "load load_one",
+    ".model": "Input Lifeline SymbolSet Var",
+    ".project": "Projection project",
+    ".show": "show",
+    ".validate": "Report validate",
+})

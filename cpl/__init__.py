@@ -6,11 +6,14 @@ language), :mod:`cpl.trace` (``cpl-msc/1`` traces), :mod:`cpl.monitor`
 explanations), :mod:`cpl.view` (pictures) and :mod:`cpl.anomalies`.
 """
 
-from .errors import EvaluationError, GuardError, ResolveError
-from .lang import (CheckedGuard, Schema, ast, check, desugar, exports, parse, predicate,
-                   resolve, to_text)
+from .lazy import face
 
 __all__ = [
     "ast", "CheckedGuard", "check", "desugar", "exports", "EvaluationError", "GuardError",
     "ResolveError", "Schema", "resolve", "parse", "predicate", "to_text",
 ]
+
+face(__name__, {
+    ".errors": "EvaluationError GuardError ResolveError",
+    ".lang": "CheckedGuard Schema ast check desugar exports parse predicate resolve to_text",
+})

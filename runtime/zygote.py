@@ -33,6 +33,11 @@ import sys
 
 from .lineage import die_with_parent
 
+try:  # imported once here, before the forks, not in every copy: it only sets up at its first
+    import setproctitle  # call (1.3), so each copy still sets SPT_NOENV first (``_name``)
+except ImportError:  # named as the supervisor: still its own process and group
+    setproctitle = None
+
 _LINUX = sys.platform.startswith("linux")
 
 
@@ -142,12 +147,11 @@ def _become(name: str, parent: int, reading: int) -> None:
 def _name(title: str) -> None:
     """``ps`` shows ``title``.  ``SPT_NOENV``: within the command line's room only, so
     ``/proc/PID/environ`` stays readable (tools find a run's processes by it)."""
+    if setproctitle is None:
+        return
     os.environ["SPT_NOENV"] = "1"
     try:
-        import setproctitle
         setproctitle.setproctitle(title)
-    except ImportError:  # named as the supervisor: still its own process and group
-        pass
     finally:
         del os.environ["SPT_NOENV"]
 

@@ -32,6 +32,8 @@ def imports(name: str) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
+        elif _is_face(node):  # a lazy face imports its modules when a name is first used
+            targets = [f"{package}{key.value}" for key in node.args[1].keys]
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
@@ -47,15 +49,25 @@ def imports(name: str) -> set[str]:
     return found - {name}
 
 
+def _is_face(node) -> bool:
+    """``face(__name__, {".module": "names", ...})``: a package face of ``cpl.lazy``."""
+    return (isinstance(node, ast.Call) and getattr(node.func, "id", None) == "face"
+            and len(node.args) == 2 and isinstance(node.args[1], ast.Dict))
+
+
 def bound(package: str) -> set[str]:
     """The names a package's ``__init__`` binds itself: ``from cpl.lang import check``
-    takes the function its face exports, not the module of the same name."""
+    takes the function its face exports, not the module of the same name (a lazy face,
+    ``cpl.lazy``, binds the names it lists)."""
     path = MODULES.get(package)
     if path is None or path.name != "__init__.py":
         return set()
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    return {alias.asname or alias.name for node in tree.body
-            if isinstance(node, ast.ImportFrom) for alias in node.names}
+    lazy = {entry.partition(":")[2] or entry.partition(":")[0]
+            for node in ast.walk(tree) if _is_face(node)
+            for listed in node.args[1].values for entry in listed.value.split()}
+    return lazy | {alias.asname or alias.name for node in tree.body
+                   if isinstance(node, ast.ImportFrom) for alias in node.names}
 
 
 GRAPH = {name: imports(name) for name in MODULES}

@@ -5,9 +5,13 @@ log of them; ``guards`` — the guard library; ``extract`` — records from a tr
 ``detect(trace)`` maps each name of ``DETECTORS`` to its witnesses on the trace.
 """
 
-from .detectors import CATALOG
-from .extract import DETECTORS, History, detect, detect_history, extract
-from .records import OpRecord, RecordError
+from ..lazy import face
 
 __all__ = ["CATALOG", "DETECTORS", "History", "OpRecord", "RecordError", "detect",
            "detect_history", "extract"]
+
+face(__name__, {
+    ".detectors": "CATALOG",
+    ".extract": "DETECTORS History detect detect_history extract",
+    ".records": "OpRecord RecordError",
+})

@@ -1,23 +1,20 @@
-"""Text → AST.  Lark does the parsing; this module turns its trees into
-frozen AST values and its exceptions into ``GuardError`` with words a
-person can act on ("expected a term after '=='", "unclosed '('")."""
+"""Text → AST.  ``lalr`` does the parsing, from the tables Lark built
+(``tables``); this module turns its trees into frozen AST values and its
+errors into ``GuardError`` with words a person can act on ("expected a term
+after '=='", "unclosed '('": ``refusals``)."""
 
 from __future__ import annotations
 
 import functools
 import math
 
-import lark
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
-
 from . import ast, tables
+from .lalr import UnexpectedInput
 from ..errors import GuardError
 
 # The words of the grammar that cannot name a variable or a lifeline (cpl.md,
 # Syntax): the one list, also used to check choreography declarations.
 KEYWORDS = frozenset("S Y P O H true false null and or not since Seen".split())
-_WORDS = {"NAME": "a name", "NUMBER": "a number", "STRING": "a string",
-          "COMPARE": "a comparison operator", "$END": "the end of the guard"}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", '"': '"', "'": "'"}
 # Operators nested deeper than this are refused with a located error.  A chain of
 # ``&&`` (or of ``||``), however parenthesised, is one level: the operator is
@@ -32,11 +29,11 @@ _CHAINS = {"and_", "or_"}
 MAX_GUARD_LENGTH = 100_000
 
 
-_lark = functools.lru_cache(maxsize=None)(tables.parser)
+_parser = functools.lru_cache(maxsize=None)(tables.parser)
 
 
 def parse(text: str) -> ast.Formula:
-    """Parse guard text; raise ``GuardError`` (never a Lark exception)."""
+    """Parse guard text; raise ``GuardError`` (never a parser exception)."""
     if not isinstance(text, str):
         raise GuardError(f"a guard must be text, not {type(text).__name__}")
     if not text.strip():
@@ -46,11 +43,12 @@ def parse(text: str) -> ast.Formula:
                          f"{MAX_GUARD_LENGTH:,} are read",
                          hint="split it into several smaller guards")
     try:
-        tree = _lark().parse(text)
+        tree = _parser().parse(text)
         _check_depth(tree, text)
         return ast.hashed(_Builder(text).transform(tree))
     except UnexpectedInput as error:
-        raise _explain(text, error) from None
+        from .refusals import explain  # only a refused guard needs its wording
+        raise explain(_parser(), text, error, KEYWORDS) from None
     except RecursionError:
         raise GuardError("the guard is nested too deeply to read", text, 1, 1) from None
 
@@ -67,7 +65,12 @@ def _check_depth(tree, text: str) -> None:
                              text, node.meta.line, node.meta.column,
                              hint="split it into several smaller guards")
         stack.extend((child, depth + (child.data != node.data or node.data not in _CHAINS))
-                     for child in node.children if isinstance(child, lark.Tree))
+                     for child in node.children if _is_tree(child))
+
+
+def _is_tree(node) -> bool:
+    """A rule's node, not a token (a ``str``) or an absent option (``None``)."""
+    return node is not None and not isinstance(node, str)
 
 
 # ------------------------------------------------------------ tree → AST
@@ -84,7 +87,7 @@ def _token_span(token) -> ast.Span:
 
 
 class _Builder:
-    """Lark's tree → AST, one method per rule called with (meta, children), children
+    """The parse tree → AST, one method per rule called with (meta, children), children
     first.  Iterative: a chain of ``&&`` is a tree as deep as the chain is long."""
 
     def __init__(self, text: str):
@@ -95,7 +98,7 @@ class _Builder:
         stack = [(tree, False)]
         while stack:
             node, expanded = stack.pop()
-            if not isinstance(node, lark.Tree):  # a token, or None for an absent option
+            if not _is_tree(node):  # a token, or None for an absent option
                 results.append(node)
             elif not expanded:
                 stack.append((node, True))
@@ -213,97 +216,3 @@ class _Builder:
 
 def _is_hex(text: str) -> bool:
     return all(c in "0123456789abcdefABCDEF" for c in text)
-
-
-# ------------------------------------------------------ errors in words
-
-
-def _describe(terminal: str) -> str:
-    if terminal in _WORDS:
-        return _WORDS[terminal]
-    for definition in _lark().terminals:
-        if definition.name == terminal:
-            return f"'{definition.pattern.value}'"
-    return terminal.lower()
-
-
-def _tokens_before(text: str, offset: int) -> list:
-    try:
-        return list(_lark().lex(text[:offset]))
-    except UnexpectedInput:
-        return []
-
-
-def _open_paren(tokens) -> object | None:
-    """The innermost '(' still open among ``tokens``."""
-    stack = []
-    for token in tokens:
-        if token.type == "LPAR":
-            stack.append(token)
-        elif token.type == "RPAR" and stack:
-            stack.pop()
-    return stack[-1] if stack else None
-
-
-def _explain(text: str, error: UnexpectedInput) -> GuardError:
-    if isinstance(error, UnexpectedCharacters):
-        return _bad_character(text, error.pos_in_stream)
-    assert isinstance(error, UnexpectedToken)
-    token, expected = error.token, set(error.expected)
-    at_end = token.type == "$END"
-    offset = len(text.rstrip()) if at_end else token.start_pos
-    width = 1 if at_end else max(1, len(str(token)))
-    before = _tokens_before(text, offset)
-    previous = f" after '{before[-1]}'" if before else ""
-    found = "the guard ends" if at_end else f"found '{token}'"
-    opened = _open_paren(before)
-    hint = None
-    if opened is not None:
-        hint = f"the '(' at line {opened.line}, column {opened.column} is still open"
-
-    keyword = str(token) in KEYWORDS and token.type != "NAME" and "NAME" in expected
-    if keyword:
-        hint = f"'{token}' is a keyword and cannot be used as a name"
-    if before and before[-1].type == "AT":
-        message = f"expected a lifeline name after '@', but {found}"
-    elif before and before[-1].type == "DOT":
-        message = f"expected a variable name after '.', but {found}"
-    elif [t.type for t in before[-2:]] == ["SEEN", "LPAR"]:
-        message = f"expected a lifeline name after 'Seen(', but {found}"
-    elif "BANG" in expected:
-        message = f"expected a formula{previous}, but {found}"
-    elif "NUMBER" in expected:
-        message = f"expected a term{previous}, but {found}"
-    elif at_end and opened is not None and "RPAR" in expected:
-        message, hint = f"unclosed '(' (opened at line {opened.line}, column {opened.column})", None
-    elif token.type == "RPAR" and opened is None:
-        message = "unmatched ')'"
-    elif expected & {"AND", "OR", "S"}:
-        closing = ", '->' or ')'" if opened is not None else " or '->'"
-        message = (f"unexpected '{token}'{previous}; expected an operator such as "
-                   f"'&&', '||', 'S'{closing}")
-    else:
-        wanted = sorted({_describe(name) for name in expected if name != "$END"})
-        if "$END" in expected:
-            wanted.append("the end of the guard")
-        listing = ", ".join(wanted[:-1]) + (" or " if len(wanted) > 1 else "") + wanted[-1]
-        message = f"expected {listing}{previous}, but {found}"
-    return GuardError.at_offset(message, text, offset, width, hint)
-
-
-def _bad_character(text: str, offset: int) -> GuardError:
-    char = text[offset]
-    if char in "\"'":
-        return GuardError.at_offset("unterminated string", text, offset,
-                                    hint=f"close it with {char} on the same line")
-    rest = text[offset:offset + 2]
-    # Longer prefixes first: '=!' and '=<' are swapped operators, '=>' an arrow.
-    suggestions = {"=!": "'!='", "=<": "'<='", "=>": "'->' or '>='", "=": "'=='", "&": "'&&'",
-                   "|": "'||'", "!": "'!' before a formula or '!='"}
-    for prefix, word in suggestions.items():
-        if rest.startswith(prefix):
-            return GuardError.at_offset(f"unexpected '{char}'; did you mean {word}?", text, offset)
-    if char == "@":
-        return GuardError.at_offset("'@' must be followed by a lifeline name", text, offset)
-    shown = f"'{char}'" if char.isprintable() else f"U+{ord(char):04X}"
-    return GuardError.at_offset(f"unexpected character {shown}", text, offset)

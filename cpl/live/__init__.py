@@ -8,13 +8,16 @@ it owns).  Each agent can log its events; ``cpl merge`` turns the logs of
 every process into one ``cpl-msc/1`` trace that ``cpl eval`` re-checks.
 """
 
-from .agent import Agent
-from .errors import (LiveError, NotOwner, TokenRefused, UndeclaredVariable, UnknownLabel,
-                     UnknownLifeline)
-from .log import AgentLogs
-from .system import System
-from .token import MAX_TOKEN, MAX_TOKEN_TEXT, Token
+from ..lazy import face
 
 __all__ = ["Agent", "AgentLogs", "LiveError", "MAX_TOKEN", "MAX_TOKEN_TEXT", "NotOwner",
            "System", "Token", "TokenRefused", "UndeclaredVariable", "UnknownLabel",
            "UnknownLifeline"]
+
+face(__name__, {
+    ".agent": "Agent",
+    ".errors": "LiveError NotOwner TokenRefused UndeclaredVariable UnknownLabel UnknownLifeline",
+    ".log": "AgentLogs",
+    ".system": "System",
+    ".token": "MAX_TOKEN MAX_TOKEN_TEXT Token",
+})

@@ -6,10 +6,14 @@ lifeline; a :class:`Monitor` runs it event by event, reading and writing the
 recorded trace through fresh monitors (``cpl eval``).
 """
 
-from .compile import OwnedFormula, Program, compile_guards
-from .metadata import Metadata, MetadataError
-from .monitor import Monitor
-from .offline import decisions, evaluate_trace, evaluations, recorded_guards, replay
+from ..lazy import face
 
 __all__ = ["Metadata", "MetadataError", "Monitor", "OwnedFormula", "Program", "compile_guards",
            "decisions", "evaluate_trace", "evaluations", "recorded_guards", "replay"]
+
+face(__name__, {
+    ".compile": "OwnedFormula Program compile_guards",
+    ".metadata": "Metadata MetadataError",
+    ".monitor": "Monitor",
+    ".offline": "decisions evaluate_trace evaluations recorded_guards replay",
+})

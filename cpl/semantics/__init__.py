@@ -7,11 +7,14 @@ monitors are tested against, and ``cpl eval --engine reference``);
 events (:class:`Recent`).
 """
 
-from .explain import ExplainError, Explainer, Explanation, Step, Term, explain
-from .recent import Recent, explain_stream
-from .reference import (BeyondSlice, Evaluator, Horizon, evaluate, evaluate_all, recheck,
-                        vector_clocks)
+from ..lazy import face
 
 __all__ = ["BeyondSlice", "Evaluator", "ExplainError", "Explainer", "Explanation", "Horizon",
            "Recent", "Step", "Term", "evaluate", "evaluate_all", "explain", "explain_stream",
            "recheck", "vector_clocks"]
+
+face(__name__, {
+    ".explain": "ExplainError Explainer Explanation Step Term explain",
+    ".recent": "Recent explain_stream",
+    ".reference": "BeyondSlice Evaluator Horizon evaluate evaluate_all recheck vector_clocks",
+})

@@ -9,14 +9,18 @@ its lifelines' logs (:func:`parts_of`) are still there; :func:`merge_logs` merge
 per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way.
 """
 
-from .clocks import Clocks
-from .codec import LARGEST_INT, SMALLEST_INT, encode_json, value_problem
-from .files import dump_trace, load_trace, open_trace
-from .merge import merge as merge_logs, read_log
-from .msc import KINDS, Event, Trace
-from .paths import unwritable
-from .recovery import parts_of, unfinished
-from .stream import TraceWriter
+from ..lazy import face
 
 __all__ = ["Clocks", "Event", "KINDS", "Trace", "TraceWriter", "dump_trace", "encode_json",
            "load_trace", "merge_logs", "open_trace", "read_log", "parts_of", "unfinished", "unwritable", "value_problem"]
+
+face(__name__, {
+    ".clocks": "Clocks",
+    ".codec": "LARGEST_INT SMALLEST_INT encode_json value_problem",
+    ".files": "dump_trace load_trace open_trace",
+    ".merge": "merge:merge_logs read_log",
+    ".msc": "KINDS Event Trace",
+    ".paths": "unwritable",
+    ".recovery": "parts_of unfinished",
+    ".stream": "TraceWriter",
+})

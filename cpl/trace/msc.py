@@ -128,14 +128,20 @@ class Event(collections.namedtuple("_EventFields", _EVENT_FIELDS)):
         return data
 
 
+def _as_tuple(values) -> tuple:
+    """``tuple`` as a converter: a function, because attrs reads a converter's signature and
+    a builtin's is text that ``inspect`` tokenizes (~7 ms at start-up, for tokenize's regex)."""
+    return tuple(values)
+
+
 @attrs.frozen
 class Trace:
     """An MSC: ``events`` in an order that is a linear extension of the causal order."""
 
-    lifelines: tuple[str, ...] = attrs.field(converter=tuple)
+    lifelines: tuple[str, ...] = attrs.field(converter=_as_tuple)
     init: Mapping[str, Mapping[str, object]] = attrs.field(
         factory=dict, converter=_frozen_init, hash=False)
-    events: tuple[Event, ...] = attrs.field(factory=tuple, converter=tuple)
+    events: tuple[Event, ...] = attrs.field(factory=tuple, converter=_as_tuple)
     vars: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_names)
     symbols: tuple[str, ...] | None = attrs.field(default=None, converter=_optional_names)
     # Run information a recorder may attach (seed, which lifeline failed, …); never evaluated.

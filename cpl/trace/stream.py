@@ -9,7 +9,8 @@ target, because the document's array header needs their count, and
 assembles the document at close.  Memory stays one batch of lines whatever
 the run's length.
 
-Reading a stream line by line is ``cpl.trace.lines.JsonLines`` (re-exported here).
+Reading a stream line by line is ``cpl.trace.lines.JsonLines`` (re-exported here, imported
+when first asked for: a writer, ``cpl run``'s, needs none of the readers and checkers).
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import msgpack
 from ..errors import TraceError
 from .msc import Event
 from .codec import FORMAT, encode_json, value_problem
-from .lines import JsonLines, TraceWarning
 from .paths import unwritable
 from .recovery import cut_short
 
@@ -33,6 +33,13 @@ JSONL_SUFFIXES = (".jsonl",)
 MSGPACK_SUFFIXES = (".msgpack", ".mpk")
 
 __all__ = ["TraceWriter", "JsonLines", "TraceWarning", "form_of"]
+
+
+def __getattr__(name: str):
+    if name in ("JsonLines", "TraceWarning"):
+        from . import lines
+        return getattr(lines, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def form_of(path) -> str | None:

@@ -4,9 +4,9 @@ One module per command group (``check``, ``choreography`` for validate and
 show, ``evaluate``, ``run`` with ``lifeline``, ``merge``, ``view`` for
 render and explain, ``explore``); the options they share are built by ``arguments``.
 It lives in ``runtime`` because that package may import all three layers.
-Building the parser stays import-light (every invocation builds it whole, but for
-``render``'s options when another command runs): a command loads what it needs
-when it runs.  Exit status (``usage``): 0 success, 1 the input was read but the
+Building the parser stays import-light: an invocation imports the module of its
+command's group only (all of them for ``cpl --help``), and a command loads what it
+needs when it runs.  Exit status (``usage``): 0 success, 1 the input was read but the
 work failed, 2 usage errors and guards or choreographies that do not parse,
 resolve or check.
 """
@@ -17,17 +17,21 @@ import argparse
 import os
 import sys
 
-from cpl import GuardError
-from cpl.errors import TraceError
+from cpl.errors import GuardError, TraceError
 
-from .check import add_check_command
-from .choreography import add_choreography_commands
-from .evaluate import add_eval_command
-from .explore import add_explore_command
-from .merge import add_merge_command
-from .run import add_run_commands
 from .usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, complain
-from .view import add_view_commands
+
+# Each command group's module and the function that adds its commands, in the order
+# ``cpl --help`` lists them; the commands each adds.  Only the group of the command
+# run is imported (a module's imports are its commands' start-up): the whole parser is
+# built for ``cpl --help``, a missing or an unknown command.
+_GROUPS = ((".check", "add_check_command", ("check",)),
+           (".evaluate", "add_eval_command", ("eval",)),
+           (".choreography", "add_choreography_commands", ("validate", "show")),
+           (".run", "add_run_commands", ("run", "lifeline")),
+           (".merge", "add_merge_command", ("merge",)),
+           (".view", "add_view_commands", ("render", "explain")),
+           (".explore", "add_explore_command", ("explore",)))
 
 
 def _version() -> str:
@@ -52,19 +56,23 @@ class _Version(argparse.Action):
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The whole parser; for a ``command`` other than ``render``, without ``render``'s
-    options (``add_view_commands``): nothing else differs."""
+    """The whole parser; for a known ``command``, only its group's commands (what parsing
+    its arguments, its ``--help`` and its usage errors need), and for a ``command`` other
+    than ``render``, without ``render``'s options (``add_view_commands``)."""
     parser = argparse.ArgumentParser(
         prog="cpl", description="Causal Past Logic guards for distributed agent workflows.")
     parser.add_argument("--version", action=_Version)
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    add_check_command(commands)
-    add_eval_command(commands)
-    add_choreography_commands(commands)
-    add_run_commands(commands)
-    add_merge_command(commands)
-    add_view_commands(commands, drawing=command in (None, "render"))
-    add_explore_command(commands)
+    known = any(command in names for _, _, names in _GROUPS)
+    for module, adder, names in _GROUPS:
+        if known and command not in names:
+            continue
+        __import__(f"{__name__}{module}")
+        add = getattr(sys.modules[f"{__name__}{module}"], adder)
+        if module == ".view":
+            add(commands, drawing=command in (None, "render"))
+        else:
+            add(commands)
     return parser
 
 
@@ -79,12 +87,22 @@ def _command(argv: list[str]) -> str | None:
     return None
 
 
+class _Unraised(Exception):
+    """What ``except`` names for ``ChoreographyError`` while ``choreo`` is not imported."""
+
+
+def _choreography_error() -> type:
+    """``choreo.errors.ChoreographyError`` if a command imported ``choreo`` (only then can
+    one have been raised): ``cpl eval`` and ``cpl check`` do not pay for importing it."""
+    errors = sys.modules.get("choreo.errors")
+    return _Unraised if errors is None else errors.ChoreographyError
+
+
 def main(argv: list[str] | None = None) -> int:
-    from choreo.errors import ChoreographyError
     args = build_parser(_command(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     try:
         return args.run(args)
-    except ChoreographyError as error:
+    except _choreography_error() as error:
         complain(error.render())
         return EXIT_USAGE
     except UsageError as error:

@@ -17,20 +17,21 @@ class UsageError(Exception):
 
 # Characters a terminal obeys rather than shows (C0 but the line break and tab, DEL, C1), the
 # line separators, the bidirectional overrides, and surrogates, which no terminal encodes.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                     "\ud800-\udfff]")
+# A pattern, compiled (and cached by ``re``) at its first use: not every command prints.
+_UNSAFE = ("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+           "\ud800-\udfff]")
 
 
 def for_terminal(text: str) -> str:
     """``text`` with every ``_UNSAFE`` character written as its Python escape (``\\x1b``), so a
     hostile name cannot move the cursor, recolour or hide what follows it."""
-    return _UNSAFE.sub(lambda found: repr(found[0])[1:-1], text)
+    return re.sub(_UNSAFE, lambda found: repr(found[0])[1:-1], text)
 
 
 def json_for_terminal(text: str) -> str:
     """JSON text with every ``_UNSAFE`` character as its ``\\uXXXX`` escape: still the same
     JSON (such characters occur only inside its strings), safe to print."""
-    return _UNSAFE.sub(lambda found: f"\\u{ord(found[0]):04x}", text)
+    return re.sub(_UNSAFE, lambda found: f"\\u{ord(found[0]):04x}", text)
 
 
 def complain(text: str) -> None:
