@@ -9,7 +9,9 @@ recorded trace through fresh monitors (``cpl eval``).
 from .compile import OwnedFormula, Program, compile_guards
 from .metadata import Metadata, MetadataError
 from .monitor import Monitor
-from .offline import decisions, evaluate_trace, evaluations, recorded_guards, replay
+from .offline import (decisions, evaluate_trace, evaluations, recorded_guards, replay,
+                      value_step)
 
 __all__ = ["Metadata", "MetadataError", "Monitor", "OwnedFormula", "Program", "compile_guards",
-           "decisions", "evaluate_trace", "evaluations", "recorded_guards", "replay"]
+           "decisions", "evaluate_trace", "evaluations", "recorded_guards", "replay",
+           "value_step"]
