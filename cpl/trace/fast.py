@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from itertools import chain
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any, Annotated, Iterator, Literal, Optional, Union
 
@@ -76,6 +76,7 @@ _PLAIN = frozenset((str, int, bool, type(None)))
 _astuple = msgspec.structs.astuple
 _new = tuple.__new__
 _first = itemgetter(0)
+_id = attrgetter("id")
 
 
 def fast_trace(raw: bytes, origin: str) -> Trace | None:
@@ -143,8 +144,9 @@ class Pending:
         own checks (``set`` a plain dict, or the empty read-only map); ``Declined`` if the
         document does not pass as a whole, found maybe after some steps.  A generator that
         yields nothing, like ``JsonLines.stepped`` with no batch to drain."""
-        if _events(self._decoded, self.checker, None, step) is None:
-            raise Declined
+        with collector_paused():  # the values kept are a million acyclic objects too
+            if _events(self._decoded, self.checker, None, step) is None:
+                raise Declined
         yield from ()
 
 
@@ -220,8 +222,8 @@ def _events(decoded: list, checker: Checker, in_transit: dict | None = None,
     sending, sends, sent = messages.expect, messages.count, messages.other
     whole = in_transit is None  # a document: ids are checked at once (no Issued to keep)
     in_transit = {} if whole else in_transit
-    events, stores, seen = [], [], []  # seen: a stepped document's ids, for their check
-    append, store, see = events.append, stores.append, seen.append if whole else None
+    events, stores = [], []
+    append, store = events.append, stores.append
     for row in map(_astuple, decoded):
         (event_id, lifeline, kind, to, msg, updates, label, guard, outcome, vc, time,
          payload) = row
@@ -280,10 +282,8 @@ def _events(decoded: list, checker: Checker, in_transit: dict | None = None,
             append(_new(Event, row))
         else:
             step(event_id, lifeline, kind, msg, updates)
-            if whole:
-                see(event_id)
     count = len(events) if step is None else len(decoded)
-    if whole and len(set(map(_first, events)) if step is None else set(seen)) != count:
+    if whole and len(set(map(_first, events) if step is None else map(_id, decoded))) != count:
         return None
     if stores:
         if not _plain_stores(stores, checker.declared):
