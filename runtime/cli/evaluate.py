@@ -101,10 +101,12 @@ def _eval_stepped(args, source, notes: list, warn) -> bool:
     spool = tempfile.SpooledTemporaryFile(8 << 20, "w+", encoding="utf-8")
     with spool:
         try:
-            if (args.predicates is not None or named_predicates(parse(args.guard))
+            predicates = load_predicates(None, (), args.trace)
+            if (args.predicates is not None  # user code: called only on a checked trace
+                    or (predicates.names() and named_predicates(parse(args.guard)))
                     or (args.lifeline is not None and args.lifeline not in source.lifelines)):
                 return False
-            schema = source.schema(load_predicates(None, (), args.trace))
+            schema = source.schema(predicates)
             if schema is None:  # a document without "vars": its schema needs its events
                 return False
             checked = cpl.check(args.guard, schema)
