@@ -9,11 +9,12 @@ recorded trace through fresh monitors (``cpl eval``).
 from ..lazy import face
 
 __all__ = ["Metadata", "MetadataError", "Monitor", "OwnedFormula", "Program", "compile_guards",
-           "decisions", "evaluate_trace", "evaluations", "recorded_guards", "replay"]
+           "decisions", "evaluate_trace", "evaluations", "recorded_guards", "replay",
+           "value_step"]
 
 face(__name__, {
     ".compile": "OwnedFormula Program compile_guards",
     ".metadata": "Metadata MetadataError",
     ".monitor": "Monitor",
-    ".offline": "decisions evaluate_trace evaluations recorded_guards replay",
+    ".offline": "decisions evaluate_trace evaluations recorded_guards replay value_step",
 })

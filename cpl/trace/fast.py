@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import re
 from itertools import chain
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from types import MappingProxyType
 from typing import Any, Annotated, Iterator, Literal, Optional, Union
 
@@ -76,10 +76,21 @@ _PLAIN = frozenset((str, int, bool, type(None)))
 _astuple = msgspec.structs.astuple
 _new = tuple.__new__
 _first = itemgetter(0)
+_id = attrgetter("id")
 
 
 def fast_trace(raw: bytes, origin: str) -> Trace | None:
     """The checked ``Trace`` of a JSON document, or ``None``: let the exact checker decide."""
+    pending = fast_document(raw, origin)
+    return None if pending is None else pending.trace()
+
+
+class Declined(Exception):
+    """The fast path cannot decide: read the trace again with the exact checker."""
+
+
+def fast_document(raw: bytes, origin: str) -> Pending | None:
+    """A JSON document decoded and its header checked, its events not yet; or ``None``."""
     if raw[:3] == b"\xef\xbb\xbf":
         raw = raw[3:]
     if b"\\u003" in raw and _ESCAPED_COLON.search(raw):
@@ -97,21 +108,56 @@ def fast_trace(raw: bytes, origin: str) -> Trace | None:
         meta = checker.meta(document.meta)
     except TraceError:
         return None
-    events = _events(document.events, checker)
-    if events is None:
-        return None
-    return Trace(checker.lifelines, checker.init, events, checker.vars, checker.symbols, meta,
-                 predicates=checker.predicates)
+    return Pending(checker, meta, document.events)
+
+
+class Pending:
+    """A document whose header passed and whose events are still msgspec structs:
+    ``trace()`` builds the ``Trace``; ``stepped(step)`` hands each event to ``step``
+    instead (``cpl eval``: no ``Event`` is built, the monitors step as it checks)."""
+
+    def __init__(self, checker: Checker, meta, decoded: list):
+        self.checker, self.meta, self._decoded = checker, meta, decoded
+
+    lifelines = property(lambda self: self.checker.lifelines)
+    init = property(lambda self: self.checker.init)
+    vars = property(lambda self: self.checker.vars)
+
+    def schema(self, predicates=None):
+        """``Trace.schema``, for a document that declares its ``vars`` (else ``None``: the
+        names its events assign are known only once they are checked)."""
+        checker = self.checker
+        return None if checker.vars is None else Trace(
+            checker.lifelines, checker.init, (), checker.vars, checker.symbols,
+            predicates=checker.predicates).schema(predicates)
+
+    def trace(self) -> Trace | None:
+        """The ``Trace``, or ``None`` if an event does not pass."""
+        events, checker = _events(self._decoded, self.checker), self.checker
+        if events is None:
+            return None
+        return Trace(checker.lifelines, checker.init, events, checker.vars, checker.symbols,
+                     self.meta, predicates=checker.predicates)
+
+    def stepped(self, step) -> Iterator[int]:
+        """``step(id, lifeline, kind, msg, set)`` for every event, in order, each after its
+        own checks (``set`` a plain dict, or the empty read-only map); ``Declined`` if the
+        document does not pass as a whole, found maybe after some steps.  A generator that
+        yields nothing, like ``JsonLines.stepped`` with no batch to drain."""
+        with collector_paused():  # the values kept are a million acyclic objects too
+            if _events(self._decoded, self.checker, None, step) is None:
+                raise Declined
+        yield from ()
 
 
 BATCH = 2048  # lines of a stream decoded and checked together
 
 
-def fast_stream(lines: Iterator, checker: Checker):
+def fast_stream(lines: Iterator, checker: Checker, step=None):
     """Yield the events of a stream's numbered event ``lines`` (after its header) a batch
-    at a time; return ``None`` at their end, the end line ``(number, bytes)`` when it
-    comes (the caller reads it), or the count of events yielded when a batch is declined
-    (``stream_events``)."""
+    at a time (with ``step``: hand them to it, yield each batch's count); return ``None``
+    at their end, the end line ``(number, bytes)`` when it comes (the caller reads it), or
+    the count of events yielded when a batch is declined (``stream_events``)."""
     in_transit, done, batch, pending = {}, 0, [], None
     for number, line in lines:
         if line.startswith(b'{"end"'):
@@ -120,25 +166,33 @@ def fast_stream(lines: Iterator, checker: Checker):
         batch.append(line)
         if len(batch) == BATCH:
             with collector_paused():  # only this batch's objects are built in the pause
-                events = stream_events(batch, checker, in_transit)
+                events = stream_events(batch, checker, in_transit, step)
             if events is None:
                 return done
-            yield from events
-            done, batch = done + len(events), []
+            if step is None:
+                yield from events
+            else:
+                yield events
+            done, batch = done + (len(events) if step is None else events), []
     if batch:
         with collector_paused():
-            events = stream_events(batch, checker, in_transit)
+            events = stream_events(batch, checker, in_transit, step)
         if events is None:
             return done
-        yield from events
+        if step is None:
+            yield from events
+        else:
+            yield events
     return pending
 
 
-def stream_events(lines: list, checker: Checker, in_transit: dict) -> list | None:
+def stream_events(lines: list, checker: Checker, in_transit: dict,
+                  step=None) -> list | int | None:
     """A batch of a ``.jsonl`` stream's event lines (bytes, each with its newline) as
     ``Event``s, continuing ``checker``'s state (its ids, messages and count) and the
     messages ``in_transit`` (msg -> addressee) of the batches before; or ``None``.  After
-    ``None`` the state is spoiled: the caller checks the stream again from its start."""
+    ``None`` the state is spoiled: the caller checks the stream again from its start.
+    With ``step``: each event handed to it, and their count (``_events``)."""
     raw = b"".join(lines)
     if b"\\u003" in raw and _ESCAPED_COLON.search(raw):
         return None
@@ -148,11 +202,14 @@ def stream_events(lines: list, checker: Checker, in_transit: dict) -> list | Non
         return None
     if _encode(decoded).count(b":") != raw.count(b":"):
         return None
-    return _events(decoded, checker, in_transit)
+    return _events(decoded, checker, in_transit, step)
 
 
-def _events(decoded: list, checker: Checker, in_transit: dict | None = None) -> list | None:
-    """The events as ``Event``s if the checker accepts every one of them, else ``None``.
+def _events(decoded: list, checker: Checker, in_transit: dict | None = None,
+            step=None) -> list | int | None:
+    """The events as ``Event``s if the checker accepts every one of them, else ``None``;
+    with ``step``, their count, each handed to ``step`` once its own checks pass
+    (``Pending.stepped``: no ``Event`` built, a plain ``set`` dict).
     msgspec checked each event's fields and their types; this is the rest of
     ``Checker.event``, in one loop, with the rarely used fields looked at only when set.
     A stream's ids and message ids go into the checker's ``Issued`` sets, as
@@ -211,16 +268,22 @@ def _events(decoded: list, checker: Checker, in_transit: dict | None = None) -> 
         if vc is None and time is None and payload is None:
             if updates is not empty:
                 store(updates)
-                row = (event_id, lifeline, kind, to, msg, wrap(updates) if updates else empty,
-                       label, guard, outcome, None, None, None)
+                if step is None:
+                    row = (event_id, lifeline, kind, to, msg, wrap(updates) if updates else empty,
+                           label, guard, outcome, None, None, None)
         else:
             if updates is not empty:
                 store(updates)
-            row = _rare(row, known)
-            if row is None:
+            checked = _rare(row, known)
+            if checked is None:
                 return None
-        append(_new(Event, row))
-    if whole and len(set(map(_first, events))) != len(events):
+            row = checked
+        if step is None:
+            append(_new(Event, row))
+        else:
+            step(event_id, lifeline, kind, msg, updates)
+    count = len(events) if step is None else len(decoded)
+    if whole and len(set(map(_first, events) if step is None else map(_id, decoded))) != count:
         return None
     if stores:
         if not _plain_stores(stores, checker.declared):
@@ -228,8 +291,8 @@ def _events(decoded: list, checker: Checker, in_transit: dict | None = None) -> 
         if checker.declared is None:  # a stream's schema: the names its events assign
             for updates in stores:
                 checker.assigned.update(dict.fromkeys(updates))
-    checker.count += len(events)
-    return events
+    checker.count += count
+    return events if step is None else count
 
 
 def _rare(row: tuple, known) -> tuple | None:

@@ -24,7 +24,7 @@ from .msc import Trace
 from .checker import FORMAT, parse_trace
 from .codec import (LIMIT_VARIABLE, Refused, decode_json, decode_problem, json_error, read_limit,
                     size_text, unpack)
-from .fast import fast_trace
+from .fast import Pending, fast_document, fast_trace
 from .paths import readable_file
 from .stream import JsonLines, TraceWriter, form_of
 
@@ -46,10 +46,12 @@ def load_trace(path, warn=None) -> Trace:
     return source if isinstance(source, Trace) else source.trace()
 
 
-def open_trace(path, warn=None) -> Trace | JsonLines:
+def open_trace(path, warn=None, pending: bool = False) -> Trace | JsonLines | Pending:
     """A document as its ``Trace``; a stream as a ``JsonLines`` whose header is checked and
     whose events are not read yet (``cpl eval`` reads them one at a time).  A document is
-    read whole, so past ``read_limit()`` bytes it is refused before it is read."""
+    read whole, so past ``read_limit()`` bytes it is refused before it is read.
+    ``pending``: a JSON document the fast path takes is a ``Pending``, its events decoded
+    but neither checked nor built (``cpl eval`` checks and evaluates them in one pass)."""
     path = Path(path)
     limit = read_limit()
     readable_file(path)
@@ -67,6 +69,11 @@ def open_trace(path, warn=None) -> Trace | JsonLines:
         except MemoryError:
             raise TraceError("too large to read into memory; write it as .jsonl", str(path)) from None
         if not stream:
+            if pending and form is None and not _looks_streamed(*_two_lines(raw)):
+                with collector_paused():
+                    found = fast_document(raw, str(path))
+                if found is not None:
+                    return found
             return loads_trace(raw, str(path), msgpack_first=form == "msgpack")
     stream = JsonLines(path, str(path), warn)
     stream.header()

@@ -18,7 +18,7 @@ from ..errors import TraceError
 from .msc import Event
 from .checker import Checker
 from .codec import FORMAT, LIMIT_VARIABLE, decode_json, json_error, read_limit, size_text
-from .fast import fast_stream
+from .fast import Declined, fast_stream
 from .recovery import unfinished
 
 __all__ = ["JsonLines", "TraceWarning"]
@@ -72,10 +72,10 @@ class JsonLines:
         return Schema(lifelines=self.lifelines, variables=frozenset(names),
                       symbols=None if self.symbols is None else frozenset(self.symbols), **extra)
 
-    def again(self) -> "JsonLines":
-        """A fresh reader of the same stream (a reader's ``events()`` runs once), quiet:
-        this one says what is wrong with the stream."""
-        return JsonLines(self.source, self.origin, warn=lambda _: None)
+    def again(self, quiet: bool = True) -> "JsonLines":
+        """A fresh reader of the same stream (a reader's ``events()`` runs once), quiet
+        unless told (this one says what is wrong with the stream)."""
+        return JsonLines(self.source, self.origin, warn=(lambda _: None) if quiet else self.warn)
 
     def trace(self):
         """Read every event into a whole ``Trace`` (for evaluators that need them all)."""
@@ -116,6 +116,25 @@ class JsonLines:
             else:  # the end line (if any) onward, as below
                 self._lines = self._records(self.warn, chain([outcome] if outcome else (),
                                                              self._raw))
+        yield from self._rest(skip)
+
+    def stepped(self, step) -> Iterator[int]:
+        """``events()`` handed to ``step(id, lifeline, kind, msg, set)`` one at a time
+        (``set`` a plain dict or the empty read-only map), yielding after each batch (the
+        caller drains what ``step`` kept); ``Declined`` if the fast path declines, maybe
+        after some steps: then read the stream again (``again``) through ``events()``."""
+        if self._lines is None:
+            self.header()
+        outcome = yield from fast_stream(self._raw, self.checker, step)
+        if type(outcome) is int:
+            raise Declined
+        self._lines = self._records(self.warn, chain([outcome] if outcome else (), self._raw))
+        for event in self._rest(0):  # only the end line is left: no event comes here
+            step(event.id, event.lifeline, event.kind, event.msg, event.set)
+
+    def _rest(self, skip: int) -> Iterator[Event]:
+        """The events of the lines left after the fast path, the first ``skip`` unyielded;
+        then the end line, or the warning that there is none."""
         check = self.checker.event
         for number, value in self._lines:
             if type(value) is dict and "end" in value:

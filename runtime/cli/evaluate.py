@@ -31,7 +31,16 @@ def cmd_eval(args) -> int:
     def warn(text: str) -> None:
         complain(f"warning: {text}")
 
-    source = open_trace(args.trace, warn)
+    stepped = args.guard is not None and args.engine == "monitor" and args.format == "jsonl"
+    if stepped:
+        notes: list = []  # the trace's warnings, told only if this pass is the one that counts
+        source = open_trace(args.trace, notes.append, pending=True)
+        if not isinstance(source, Trace):
+            if _eval_stepped(args, source, notes, warn):
+                return EXIT_OK
+            source = open_trace(args.trace, warn)  # from the start, checked before evaluated
+    else:
+        source = open_trace(args.trace, warn)
     streamed = not isinstance(source, Trace)
     if args.lifeline is not None and args.lifeline not in source.lifelines:
         raise UsageError(f"--lifeline: unknown lifeline '{args.lifeline}' "
@@ -78,6 +87,55 @@ def cmd_eval(args) -> int:
     except EvaluationError as error:  # a predicate raised: the user's code, not ours
         raise TraceError(f"cannot evaluate the guard: {error}", args.trace) from None
     return EXIT_OK
+
+
+def _eval_stepped(args, source, notes: list, warn) -> bool:
+    """``--format jsonl`` of a guard by the monitor, checking and evaluating in one pass
+    (``stepped`` of a ``Pending`` document or a ``JsonLines`` stream): no ``Event`` is built.  False, with
+    nothing printed, if anything is not plain (a guard that calls predicates, a document
+    without ``vars``, a problem anywhere, the fast path declining): the caller then takes
+    the trace from the start, checked before it is evaluated, and says what is wrong."""
+    from cpl.lang import named_predicates, parse
+    from cpl.monitor import value_step
+
+    spool = tempfile.SpooledTemporaryFile(8 << 20, "w+", encoding="utf-8")
+    with spool:
+        try:
+            predicates = load_predicates(None, (), args.trace)
+            if (args.predicates is not None  # user code: called only on a checked trace
+                    or (predicates.names() and named_predicates(parse(args.guard)))
+                    or (args.lifeline is not None and args.lifeline not in source.lifelines)):
+                return False
+            schema = source.schema(predicates)
+            if schema is None:  # a document without "vars": its schema needs its events
+                return False
+            checked = cpl.check(args.guard, schema)
+            step, values = value_step(source, args.guard, args.lifeline, schema=schema)
+            lines = _jsonl_lines(source.lifelines)
+            for _ in source.stepped(step):  # a stream's batches: kept until all have passed
+                spool.write(lines(values))
+                values.clear()
+        except Exception:  # Declined, or anything else: the exact path says what it is
+            return False
+        for warning in (*checked.warnings, *notes):
+            warn(warning)
+        spool.seek(0)
+        for chunk in iter(lambda: spool.read(1 << 16), ""):
+            sys.stdout.write(chunk)
+    for start in range(0, len(values), 1 << 12):  # the rest (a document's every line)
+        sys.stdout.write(lines(values[start:start + (1 << 12)]))
+    return True
+
+
+def _jsonl_lines(lifelines):
+    """(event id, lifeline, value) rows -> their ``--format jsonl`` lines, as one str (see
+    ``_eval_jsonl``)."""
+    from json.encoder import encode_basestring_ascii as quoted  # json.dumps of a str, in C
+
+    tails = {name: tuple(f', "lifeline": {json.dumps(name)}, "value": {value}}}\n'
+                         for value in ("false", "true")) for name in lifelines}
+    return lambda rows: "".join(['{"event": ' + quoted(event_id) + tails[lifeline][value]
+                                 for event_id, lifeline, value in rows])
 
 
 def _eval_jsonl(results, lifelines, out) -> None:
