@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import attrs
 
-from .local import LAct, LBranch, LLoop, LRecv, LSend
+from .local import LAct, LBranch, LChoose, LLoop, LRecv, LSend, LWhile
 
 
 @attrs.frozen
@@ -69,25 +69,25 @@ def within(thread: Thread, holder: Thread) -> bool:
     return thread is not None
 
 
+# The statements whose next event is the statement itself (no message key): what the
+# Runner reads without calling ``wants`` on its hot path (bench/runner_steps.py).
+FIXED_WANTS = {LAct: "act", LSend: "send", Tell: "tell", LChoose: "choice", LWhile: "choice"}
+
+
 def wants(s, top: Frame) -> tuple:
     """The event a thread at statement ``s`` (in frame ``top``) takes next: ``("act"|"send"|
     "tell"|"choice", s)``, or ``("recv", keys)``, the message keys it accepts."""
     kind = type(s)  # the statement classes are final: ``is`` is cheaper than isinstance
-    if kind is LAct:
-        return ("act", s)
-    if kind is LSend:
-        return ("send", s)
-    if kind is Tell:
-        return ("tell", s)
+    fixed = FIXED_WANTS.get(kind)
+    if fixed is not None:
+        return (fixed, s)
     if kind is LRecv:
         return ("recv", (("m", s.msg, top.path),))
     if kind is LBranch:
         if s.via == "message":
             return ("recv", (("m", s.then[0].msg, top.path), ("m", s.else_[0].msg, top.path)))
         return ("recv", (("c", s.choice, top.path),))
-    if kind is LLoop:
-        return ("recv", (("c", s.choice, top.path + (top.next_k,)),))
-    return ("choice", s)  # LChoose, LWhile
+    return ("recv", (("c", s.choice, top.path + (top.next_k,)),))  # LLoop
 
 
 def waiting_at(s) -> str:

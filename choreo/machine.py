@@ -40,8 +40,9 @@ from cpl.errors import EvaluationError
 from cpl.monitor import Monitor
 from cpl.trace import Event
 from . import actions
-from .continuations import AtomicFrame, Frame, Tell, Thread, claimant, waiting_at, wants, within
-from .local import LAct, LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, walk
+from .continuations import (FIXED_WANTS as _FIXED, AtomicFrame, Frame, Tell, Thread, claimant,
+                            waiting_at, wants, within)
+from .local import LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, walk
 from .status import RunFailure
 
 
@@ -64,8 +65,6 @@ class Message(NamedTuple):
 # builds a few, and a NamedTuple costs five times as much to build (bench P5).
 Option = tuple
 _EMPTY = MappingProxyType({})
-# The statements whose next event is fixed (no message key): ``wants`` without its call.
-_FIXED = {LAct: "act", LSend: "send", Tell: "tell", LChoose: "choice", LWhile: "choice"}
 _new = tuple.__new__  # Event.checked without the call of a classmethod (bench/runner_steps.py)
 
 
