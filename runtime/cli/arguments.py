@@ -69,3 +69,10 @@ def add_predicates(parser) -> None:
     parser.add_argument("--predicates", metavar="FILE",
                         help="a choreography file or a Python module that registers the "
                              "trace's predicates with @predicate")
+
+
+def add_detect(parser, help: str) -> None:
+    """``--detect MODULE:FUNCTION``, repeatable: a detector of the user's own
+    (``choreo.user_detectors``)."""
+    parser.add_argument("--detect", action="append", default=[], metavar="MODULE:FUNCTION",
+                        help=help)

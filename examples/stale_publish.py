@@ -1,0 +1,93 @@
+"""Publishing on a stale fact, a detector of your own for it, and the guard that prevents it.
+
+A Source states a fact (version 1) and hands it to a Writer; then, while the
+Writer drafts from it, the Source corrects the fact (version 2) and tells the
+Publisher.  The Publisher publishes the draft when it arrives.  The correction
+and the draft race: when the correction comes first in time, the Publisher
+publishes a draft built on a fact that is already stale.  No catalog anomaly
+describes this (there is no Store here), so ``cpl explore`` counts it only
+with a detector of yours: ``published_stale`` below, a function of the trace
+that returns the events where the bad outcome happened.
+
+    cpl explore examples/stale_publish.py --name unguarded --runs 12 \\
+        --detect examples/stale_publish.py:published_stale
+    cpl run examples/stale_publish.py --name unguarded --sim --seed 1 --trace bad.json
+    cpl detect bad.json --detect examples/stale_publish.py:published_stale
+
+Guarded, the Publisher publishes only on a stable fact: the Source sets
+``final`` with its last correction and changes the fact no more, so
+``@Source.final == true && @Source.version == draft`` is exact (pattern
+P-stable).  Otherwise the Publisher asks the Source for the final version and
+publishes that one.  (``@Source.version == draft`` alone would be only a hint:
+a correction still in transit is not in the Publisher's causal past.)
+"""
+
+from choreo import Choreography
+
+FRESH = "@Source.final == true && @Source.version == draft"
+
+
+def state_fact(variables, rng):
+    return 1, False
+
+
+def review_fact(variables, rng):
+    """Half the time the fact needs a correction; either way the review is final."""
+    return variables["version"] + (rng.random() < 0.5), True
+
+
+def write_draft(variables, rng):
+    return variables["version"]
+
+
+def publish(variables, rng):
+    return variables["draft"]
+
+
+def publish_reviewed(variables, rng):
+    return variables["version"]
+
+
+def _build(name: str, guarded: bool) -> Choreography:
+    c = Choreography(name)
+    Source, Writer, Publisher = c.lifelines("Source", "Writer", "Publisher")
+    version = c.var("version", int)
+    final = c.var("final", bool)
+    draft = c.var("draft", int)
+    published = c.var("published", int)
+
+    c.act(Source, state_fact, assigns=[version, final])
+    c.send(Source, Writer, version, label="fact")
+    with c.parallel():
+        with c.thread():
+            c.act(Writer, write_draft, assigns=[draft], reads=[version])
+            c.send(Writer, Publisher, draft, label="draft")
+            if not guarded:  # publishes as soon as the draft is in
+                c.act(Publisher, publish, assigns=[published], reads=[draft])
+        with c.thread():
+            c.act(Source, review_fact, assigns=[version, final], reads=[version])
+            c.send(Source, Publisher, version, final, label="review")
+    if guarded:  # after both: on a visibly final fact, the draft or the reviewed version
+        with c.if_(FRESH, at=Publisher, label="draft fresh?"):
+            c.act(Publisher, publish, assigns=[published], reads=[draft])
+        with c.else_():
+            c.act(Publisher, publish_reviewed, assigns=[published], reads=[version])
+    c.result(Publisher, draft, published)
+    c.result(Source, version)
+    return c
+
+
+unguarded = _build("unguarded", guarded=False)
+guarded = _build("guarded", guarded=True)
+
+
+def published_stale(trace):
+    """The Publisher's events that publish a version older than the Source's latest one at
+    that moment of the run (a trace lists events in an order they happened in)."""
+    latest = None
+    for event in trace.events:
+        if event.lifeline == "Source" and "version" in event.set:
+            latest = event.set["version"]
+        if event.lifeline == "Publisher" and "published" in event.set \
+                and latest is not None and event.set["published"] < latest:
+            yield event
