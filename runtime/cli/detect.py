@@ -53,8 +53,7 @@ def _catalog_names() -> tuple[str, ...]:
 def _catalog(trace) -> dict[str, list[dict]]:
     """Each catalog detector's witnesses, each at the event of its anomalous operation."""
     import attrs
-    from cpl.anomalies import extract
-    from cpl.anomalies.detectors import CATALOG
+    from cpl.anomalies import CATALOG, extract
     history = extract(trace)
     found = {}
     for name, detector in CATALOG.items():
