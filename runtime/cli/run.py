@@ -88,9 +88,13 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
         except TraceError as error:
             raise UsageError(f"--{'trace' if args.trace else 'render'}: {error}") from None
     lost: list[TraceError] = []  # the write that failed: the run goes on, its results count
+    # What each lifeline's events set: a killed lifeline's last report may predate them.
+    seen: dict[str, dict] = {}
 
     def write(event) -> None:
-        if not lost:
+        if event.set:
+            seen.setdefault(event.lifeline, {}).update(event.set)
+        if writer is not None and not lost:
             try:
                 writer.write(event)
             except TraceError as error:
@@ -127,9 +131,11 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
                                     secure=not args.insecure, timeout=args.timeout,
                                     host=listen, launchers=launchers, parts=parts)
-            meta = supervisor.run(write if writer else (lambda event: None))
+            meta = supervisor.run(write)
             results = meta.get("results", {})
         dead = (meta.get("died") or {}).get("lifeline")  # killed: it may have had no time
+        if dead is not None:
+            results = {**results, dead: {**results.get(dead, {}), **seen.get(dead, {})}}
         for lifeline in plan.lifelines:  # results first, then the trace
             names = plan.choreography.reported_names(lifeline, results.get(lifeline, {}))
             got = results.get(lifeline, {})
