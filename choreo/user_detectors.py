@@ -18,6 +18,7 @@ naming it, which ``cpl explore`` counts as that run's error.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
 import sys
@@ -54,7 +55,8 @@ def load_detector(spec: str):
     if key in _LOADED:
         return _LOADED[key]
     module_name, name = split_spec(spec)
-    module = _module(spec, module_name)
+    with contextlib.redirect_stdout(sys.stderr):  # what its import prints is no output of ours
+        module = _module(spec, module_name)
     if not hasattr(module, name):
         from cpl.lang import did_you_mean
         functions = [n for n, v in vars(module).items() if callable(v) and not n.startswith("_")]
@@ -108,8 +110,9 @@ class UserDetector:
     def __call__(self, trace) -> list:
         function = load_detector(self.spec)
         try:
-            found = function(trace)
-            return found_events(trace, found)
+            with contextlib.redirect_stdout(sys.stderr):  # a print must not break --format json
+                found = function(trace)
+                return found_events(trace, found)
         except KeyboardInterrupt:
             raise
         except _Returned as error:

@@ -1,25 +1,27 @@
 """Publishing on a stale fact, a detector of your own for it, and the guard that prevents it.
 
-A Source states a fact (version 1) and hands it to a Writer; then, while the
-Writer drafts from it, the Source corrects the fact (version 2) and tells the
-Publisher.  The Publisher publishes the draft when it arrives.  The correction
-and the draft race: when the correction comes first in time, the Publisher
-publishes a draft built on a fact that is already stale.  No catalog anomaly
-describes this (there is no Store here), so ``cpl explore`` counts it only
-with a detector of yours: ``published_stale`` below, a function of the trace
-that returns the events where the bad outcome happened.
+A Source states a fact (version 1) and hands it to a Writer.  While the
+Writer drafts from it, the Source reviews the fact: half the time it corrects
+it (version 2); either way its review is final, and it tells the Publisher.
+Unguarded, the Publisher publishes the draft as soon as it arrives, so when
+the correction came first the draft goes out on a stale fact.  No catalog
+anomaly describes this (there is no Store here), so ``cpl explore`` counts it
+only with a detector of yours: ``published_stale`` below, a function of the
+trace that returns the events where the bad outcome happened
+(docs/anomalies.md, "Your own bad outcomes").
 
     cpl explore examples/stale_publish.py --name unguarded --runs 12 \\
         --detect examples/stale_publish.py:published_stale
-    cpl run examples/stale_publish.py --name unguarded --sim --seed 1 --trace bad.json
-    cpl detect bad.json --detect examples/stale_publish.py:published_stale
+    cpl run examples/stale_publish.py --name unguarded --sim --seed 0 --trace bad.jsonl
+    cpl detect bad.jsonl --detect examples/stale_publish.py:published_stale
 
-Guarded, the Publisher publishes only on a stable fact: the Source sets
-``final`` with its last correction and changes the fact no more, so
-``@Source.final == true && @Source.version == draft`` is exact (pattern
-P-stable).  Otherwise the Publisher asks the Source for the final version and
-publishes that one.  (``@Source.version == draft`` alone would be only a hint:
-a correction still in transit is not in the Publisher's causal past.)
+Guarded, the Publisher publishes once the review has reached it, choosing by
+a stable fact (pattern P-stable): ``final`` is set by the review, after which
+the fact never changes, so ``@Source.final == true && @Source.version ==
+draft`` cannot be fooled by a correction in transit.  True: the draft is
+fresh, publish it; false: publish the reviewed version.  (``@Source.version
+== draft`` alone would be only a hint: a correction not yet received is not
+in the Publisher's causal past.)
 """
 
 from choreo import Choreography

@@ -26,6 +26,7 @@ from cpl.trace import load_trace
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "stale_publish.py"
 SPEC = f"{EXAMPLE}:published_stale"
+FIG2 = ROOT / "examples" / "traces" / "fig2.json"
 
 
 def _stale(trace) -> bool:
@@ -241,3 +242,46 @@ def test_names_collide_with_the_catalog_take_the_spec(tmp_path):
     assert load_detector(spec) is load_detector(spec)  # imported once
     with pytest.raises(DetectorError):
         user_detectors([f"{checks}:nope"])
+
+
+# ------------------------------------------------ the example runs as the others do
+
+
+@pytest.mark.parametrize("name", ["unguarded", "guarded"])
+def test_the_example_validates_and_every_decision_rechecks(name):
+    from choreo import validate
+    from cpl.semantics.reference import recheck
+    from cpl.trace.files import dumps_trace, loads_trace
+    choreography = load_one(str(EXAMPLE), name)
+    assert validate(choreography).ok
+    simulator = Simulator.of(prepare(choreography))
+    for seed in range(20):
+        result = simulator.run(seed=seed, schedule=schedule_of(seed))
+        assert result.status == "ok", result.error
+        trace = loads_trace(dumps_trace(result.trace))
+        assert all(recorded == computed for _, recorded, computed in recheck(trace))
+        if name == "guarded":
+            assert [e.kind for e in trace.events].count("choice") == 1
+
+
+def test_the_guarded_twin_over_zeromq_publishes_and_never_stale(tmp_path):
+    from runtime_util import check_semantics, run_cpl
+    for seed in (0, 1):
+        path = tmp_path / f"g{seed}.jsonl"
+        code, out, err, _ = run_cpl(tmp_path, "run", str(EXAMPLE), "--name", "guarded",
+                                    "--seed", str(seed), "--trace", str(path))
+        assert code == 0, err
+        assert "published = " in out and "(unset)" not in out
+        trace = load_trace(path)
+        assert check_semantics(trace) == 1
+        assert UserDetector(SPEC, "published_stale")(trace) == []
+
+
+def test_a_detector_that_prints_leaves_the_json_alone(tmp_path):
+    checks = tmp_path / "noisy.py"
+    checks.write_text("print('loading')\n\ndef noisy(trace):\n    print('hello')\n    return []\n")
+    for argv in (["explore", EXAMPLE, "--name", "unguarded", "--runs", "3"], ["detect", FIG2]):
+        result = cpl(*argv, "--detect", f"{checks}:noisy", "--format", "json")
+        assert json.loads(result.stdout)["anomalies" if argv[0] == "explore" else "noisy"] \
+            is not None
+        assert "hello" in result.stderr and "loading" in result.stderr
