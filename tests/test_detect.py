@@ -285,3 +285,12 @@ def test_a_detector_that_prints_leaves_the_json_alone(tmp_path):
         assert json.loads(result.stdout)["anomalies" if argv[0] == "explore" else "noisy"] \
             is not None
         assert "hello" in result.stderr and "loading" in result.stderr
+
+
+def test_a_detectors_error_cannot_drive_the_terminal(tmp_path):
+    checks = tmp_path / "evil.py"
+    checks.write_text("def evil(trace):\n    raise ValueError('\\x1b[2J\\u202e gone')\n")
+    result = cpl("explore", EXAMPLE, "--name", "unguarded", "--runs", "2",
+                 "--detect", f"{checks}:evil")
+    assert result.returncode == 0 and "\x1b" not in result.stdout and "\u202e" not in result.stdout
+    assert "raised ValueError: \\x1b[2J\\u202e gone" in result.stdout

@@ -18,7 +18,7 @@ import time
 
 from .arguments import (add_choreography, add_command, add_detect, add_format, add_inputs,
                         add_max_steps, add_schedule, add_seed)
-from .usage import EXIT_FAILED, EXIT_OK, UsageError
+from .usage import EXIT_FAILED, EXIT_OK, UsageError, for_terminal
 
 
 def _detectors():
@@ -95,7 +95,7 @@ def cmd_explore(args) -> int:
     if args.format == "json":
         print(json.dumps(result.to_json()))
     else:
-        print(table(result), end="")
+        print(for_terminal(table(result)), end="")  # names and errors may come from user code
     return EXIT_OK
 
 
