@@ -294,3 +294,14 @@ def test_a_detectors_error_cannot_drive_the_terminal(tmp_path):
                  "--detect", f"{checks}:evil")
     assert result.returncode == 0 and "\x1b" not in result.stdout and "\u202e" not in result.stdout
     assert "raised ValueError: \\x1b[2J\\u202e gone" in result.stdout
+
+
+def test_a_dotted_module_imports_again_in_spawned_workers(tmp_path, monkeypatch):
+    (tmp_path / "spawnchecks.py").write_text(
+        "def every_publish(trace):\n"
+        "    return (e for e in trace.events if 'published' in e.set)\n")
+    monkeypatch.chdir(tmp_path)
+    own = user_detectors(["spawnchecks:every_publish"])
+    result = explore_file(str(EXAMPLE), 16, name="unguarded", detectors=own, workers=2,
+                          start_method="spawn")
+    assert result.workers == 2 and result.anomalies == {"every_publish": 16}
