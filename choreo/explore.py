@@ -37,6 +37,7 @@ from .pool import WorkerDied, available_cores, in_pool, picklable
 from .schedules import MIXED, SCHEDULES
 from .simulate import Simulator
 from .status import INTERRUPTED, OK
+from .user_detectors import DetectorFailed
 
 ERROR = "error"  # a run in which the simulator or a detector raised: a bug, counted
 COUNTERS = ("commits", "aborts", "retries")  # result variables summed as work done
@@ -44,10 +45,12 @@ PARALLEL_FROM = 200  # runs from which workers=None uses every available core
 DEFAULT_MAX_STEPS = 1_000_000  # per run: a run that never ends is counted as "limit"
 
 # A detector maps a trace to a truthy value when it fires (e.g. the list of its
-# findings); ``detectors`` is either {name: detector} or one function returning
-# {name: findings} for every detector it runs (``cpl.anomalies.detect``).
+# findings); ``detectors`` is either {name: detector}, or one function returning
+# {name: findings} for every detector it runs (``cpl.anomalies.detect``), or a tuple
+# of these (the catalog's, then the user's ``--detect``: choreo.user_detectors).
 Detector = Callable[[object], object]
-Detectors = Mapping[str, Detector] | Callable[[object], Mapping[str, object]] | None
+DetectorSet = Mapping[str, Detector] | Callable[[object], Mapping[str, object]]
+Detectors = DetectorSet | tuple[DetectorSet, ...] | None
 
 
 def schedule_of(seed: int, schedule: str = MIXED) -> str:
@@ -211,11 +214,18 @@ def _detect(detectors: Detectors, trace) -> dict:
     """{name: fired?} for one trace."""
     if detectors is None:
         return {}
+    if isinstance(detectors, tuple):
+        found = {}
+        for some in detectors:
+            found.update(_detect(some, trace))
+        return found
     if isinstance(detectors, Mapping):
         found = {}
         for name, detector in detectors.items():
             try:
                 found[name] = bool(detector(trace))
+            except DetectorFailed:  # a user's detector: its message names it already
+                raise
             except Exception as error:  # noqa: BLE001 - named, then counted by the caller
                 raise RuntimeError(f"detector {name!r} raised {type(error).__name__}: "
                                    f"{error}") from None

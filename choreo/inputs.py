@@ -26,6 +26,7 @@ from .errors import ChoreographyError, Where
 
 _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
+_BOOLEANS = ("true", "false", "yes", "no", "1", "0", "on", "off")  # as a bool error lists them
 MAX_DEPTH = 100  # nesting of a JSON value, like a guard's operators
 
 
@@ -96,8 +97,9 @@ def read_value(declared, text: str, where: Where):
                                 f"  fix: --arg {declared.name}=VALUE "
                                 f"({model.type_name(kind)})") from None
     except ValueError:
+        accepted = f" (give one of {', '.join(_BOOLEANS)})" if kind is bool else ""
         raise ChoreographyError(f"input {declared.name!r}: {_shown(text)} is not "
-                                f"{model.type_name(kind)}", where) from None
+                                f"{model.type_name(kind)}{accepted}", where) from None
 
 
 class _Refused(Exception):

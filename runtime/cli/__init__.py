@@ -31,7 +31,8 @@ _GROUPS = ((".check", "add_check_command", ("check",)),
            (".run", "add_run_commands", ("run", "lifeline")),
            (".merge", "add_merge_command", ("merge",)),
            (".view", "add_view_commands", ("render", "explain")),
-           (".explore", "add_explore_command", ("explore",)))
+           (".explore", "add_explore_command", ("explore",)),
+           (".detect", "add_detect_command", ("detect",)))
 
 
 def _version() -> str:

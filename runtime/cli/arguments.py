@@ -64,8 +64,32 @@ def add_lifeline(parser, help: str) -> None:
     parser.add_argument("--lifeline", metavar="NAME", help=help)
 
 
+def check_lifeline(name: str | None, lifelines, where: str) -> None:
+    """``--lifeline NAME`` must be one of ``lifelines`` (``where`` has them: "the trace");
+    else a usage error with the closest name and the known ones."""
+    if name is None or name in lifelines:
+        return
+    from cpl.lang import did_you_mean
+    from .usage import UsageError
+    known = list(lifelines)
+    listed = ", ".join(known[:_LISTED]) + (f" and {len(known) - _LISTED} more"
+                                          if len(known) > _LISTED else "")
+    raise UsageError(f"--lifeline: unknown lifeline {name!r}{did_you_mean(name, known)} "
+                     f"({where} has {listed})")
+
+
+_LISTED = 20  # lifelines named in that error: a trace may have thousands
+
+
 def add_predicates(parser) -> None:
     """``--predicates FILE`` on a command that evaluates guards (``predicates.load_predicates``)."""
     parser.add_argument("--predicates", metavar="FILE",
                         help="a choreography file or a Python module that registers the "
                              "trace's predicates with @predicate")
+
+
+def add_detect(parser, help: str) -> None:
+    """``--detect MODULE:FUNCTION``, repeatable: a detector of the user's own
+    (``choreo.user_detectors``)."""
+    parser.add_argument("--detect", action="append", default=[], metavar="MODULE:FUNCTION",
+                        help=help)

@@ -6,7 +6,7 @@ its errors at their lines, as ``choreo.ChoreographyError`` (exit 2).
 
 from __future__ import annotations
 
-from .arguments import add_choreography, add_command, add_lifeline
+from .arguments import add_choreography, add_command, add_lifeline, check_lifeline
 from .usage import EXIT_OK, for_terminal
 
 
@@ -27,9 +27,7 @@ def cmd_validate(args) -> int:
 def cmd_show(args) -> int:
     from choreo import ChoreographyError, show, validate
     choreography = _choreography(args)
-    if args.lifeline is not None and args.lifeline not in choreography.lifeline_names:
-        raise ChoreographyError(f"--lifeline: unknown lifeline '{args.lifeline}' (the "
-                                f"choreography has {', '.join(choreography.lifeline_names)})")
+    check_lifeline(args.lifeline, choreography.lifeline_names, "the choreography")
     report = validate(choreography)
     if report.projection is not None:  # shown even when invalid: it helps to see why
         print(for_terminal(show(report.projection, args.lifeline, choreography.results)), end="")

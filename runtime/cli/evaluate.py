@@ -18,9 +18,9 @@ import cpl
 from cpl.errors import EvaluationError, TraceError
 
 from .arguments import (TRACE_FILES, add_command, add_format, add_lifeline, add_predicates,
-                        add_trace_file)
+                        add_trace_file, check_lifeline)
 from .predicates import load_predicates
-from .usage import EXIT_FAILED, EXIT_OK, UsageError, complain, for_terminal
+from .usage import EXIT_FAILED, EXIT_OK, complain, for_terminal
 
 
 def cmd_eval(args) -> int:
@@ -41,9 +41,7 @@ def cmd_eval(args) -> int:
     else:
         source = open_trace(args.trace, warn)
     streamed = not isinstance(source, Trace)
-    if args.lifeline is not None and args.lifeline not in source.lifelines:
-        raise UsageError(f"--lifeline: unknown lifeline '{args.lifeline}' "
-                         f"(the trace has {', '.join(source.lifelines)})")
+    check_lifeline(args.lifeline, source.lifelines, "the trace")
     if args.guard is None:
         return _recheck(args, source)
     # Only the guard's predicates are called: one nobody registers is the guard's error,

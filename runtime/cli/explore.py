@@ -2,7 +2,8 @@
 
 The work is :func:`choreo.explore.explore_file`; this module reads the
 options, finds the detectors (``cpl.anomalies.detect``, if it can be
-imported: otherwise no anomalies are counted, with a warning), shows a
+imported: otherwise no anomalies are counted, with a warning; and the
+user's ``--detect MODULE:FUNCTION``, ``choreo.user_detectors``), shows a
 one-line progress counter on standard error when that is a terminal, and
 prints the table or the JSON object.  Runs that fail are data, not an error:
 the exit status is 0 whatever the runs did, 2 for a usage error, 130 for
@@ -15,9 +16,9 @@ import json
 import sys
 import time
 
-from .arguments import (add_choreography, add_command, add_format, add_inputs, add_max_steps,
-                        add_schedule, add_seed)
-from .usage import EXIT_FAILED, EXIT_OK, UsageError
+from .arguments import (add_choreography, add_command, add_detect, add_format, add_inputs,
+                        add_max_steps, add_schedule, add_seed)
+from .usage import EXIT_FAILED, EXIT_OK, UsageError, for_terminal
 
 
 def _detectors():
@@ -29,6 +30,16 @@ def _detectors():
               f"anomalies are not counted", file=sys.stderr)
         return None
     return detect
+
+
+def yours(specs, taken):
+    """The ``--detect`` detectors by name, each imported now: one that does not load is a
+    usage error naming it (before any run)."""
+    from choreo.user_detectors import DetectorError, user_detectors
+    try:
+        return user_detectors(specs, taken)
+    except DetectorError as error:
+        raise UsageError(str(error)) from None
 
 
 class _Progress:
@@ -63,6 +74,10 @@ def cmd_explore(args) -> int:
     if args.max_steps is not None and args.max_steps < 1:
         raise UsageError(f"--max-steps must be at least 1, not {args.max_steps}")
     detectors = None if args.no_detectors else _detectors()
+    if args.detect:
+        from cpl.anomalies import DETECTORS
+        own = yours(args.detect, () if detectors is None else DETECTORS)
+        detectors = own if detectors is None else (detectors, own)
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     counters = tuple(dict.fromkeys((*COUNTERS, *args.counter)))
     try:
@@ -80,7 +95,7 @@ def cmd_explore(args) -> int:
     if args.format == "json":
         print(json.dumps(result.to_json()))
     else:
-        print(table(result), end="")
+        print(for_terminal(table(result)), end="")  # names and errors may come from user code
     return EXIT_OK
 
 
@@ -179,5 +194,9 @@ def add_explore_command(commands) -> None:
     explore.add_argument("--counter", action="append", default=[], metavar="NAME",
                          help=f"also sum this numeric result variable over the runs (always: "
                          f"{', '.join(COUNTERS)})")
+    add_detect(explore, "also count the runs in which this function of the trace fired: "
+               "it returns the events where your bad outcome happened (repeatable; "
+               "MODULE: file.py or a dotted module)")
     explore.add_argument("--no-detectors", action="store_true",
-                         help="do not run the anomaly detectors")
+                         help="do not run the catalog's anomaly detectors (--detect ones "
+                         "still run)")

@@ -35,6 +35,7 @@ def cmd_run(args) -> int:
     from choreo import load_one
     from choreo.plan import prepare
 
+    _trace_suffix(args.trace)
     if args.sim and (args.hosts or args.insecure):
         raise UsageError(f"{'--hosts' if args.hosts else '--insecure'} is for a run over "
                          f"processes; --sim runs every lifeline in this process")
@@ -87,9 +88,13 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
         except TraceError as error:
             raise UsageError(f"--{'trace' if args.trace else 'render'}: {error}") from None
     lost: list[TraceError] = []  # the write that failed: the run goes on, its results count
+    # What each lifeline's events set: a killed lifeline's last report may predate them.
+    seen: dict[str, dict] = {}
 
     def write(event) -> None:
-        if not lost:
+        if event.set:
+            seen.setdefault(event.lifeline, {}).update(event.set)
+        if writer is not None and not lost:
             try:
                 writer.write(event)
             except TraceError as error:
@@ -126,13 +131,16 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
                                     secure=not args.insecure, timeout=args.timeout,
                                     host=listen, launchers=launchers, parts=parts)
-            meta = supervisor.run(write if writer else (lambda event: None))
+            meta = supervisor.run(write)
             results = meta.get("results", {})
+        dead = (meta.get("died") or {}).get("lifeline")  # killed: it may have had no time
+        if dead is not None:
+            results = {**results, dead: {**results.get(dead, {}), **seen.get(dead, {})}}
         for lifeline in plan.lifelines:  # results first, then the trace
             names = plan.choreography.reported_names(lifeline, results.get(lifeline, {}))
             got = results.get(lifeline, {})
-            shown = ", ".join(f"{n} = {json.dumps(got[n]) if n in got else '(unset)'}"
-                              for n in names)
+            shown = ", ".join(f"{n} = {json.dumps(got[n])}" if n in got
+                              else f"{n} = {_unset(n, lifeline == dead)}" for n in names)
             print(f"{lifeline}: {shown or '(nothing)'}", flush=True)
         if writer is not None and not lost:
             try:
@@ -174,9 +182,27 @@ def _on_ray(args, plan, cluster):
     return listen, [RayActors(plan.lifelines, places, patience)]
 
 
+def _unset(name: str, died: bool) -> str:
+    """A result the lifeline never set: after its death, because it had no time to."""
+    return f"(died before it set {name})" if died else "(unset)"
+
+
 def _unwritten(event) -> None:
     """The sink of a simulated run without ``--trace``: with a sink, the simulator tells a
     Ctrl-C from a ``KeyboardInterrupt`` an action raises (``choreo.actions.own``)."""
+
+
+TRACE_SUFFIXES = (".json", ".jsonl", ".msgpack", ".mpk")  # no suffix: JSON (/dev/full)
+
+
+def _trace_suffix(path: str | None) -> None:
+    """``--trace OUT``'s suffix must say a trace's form: ``out.txt`` would silently be JSON."""
+    if path is None:
+        return
+    suffix = os.path.splitext(os.path.basename(path))[1]
+    if suffix and suffix.lower() not in TRACE_SUFFIXES:
+        raise UsageError(f"--trace {path}: give a file ending in .json, .jsonl (streamed) or "
+                         f".msgpack (also .mpk), not {suffix}")
 
 
 def _merge(parts: str, trace: str) -> str:
