@@ -1,0 +1,108 @@
+"""``cpl export``: a recorded run as OpenTelemetry spans, to a file or to a collector.
+
+Reads any trace form as ``cpl render`` does (a cut-off stream is exported as far
+as it goes, with a warning); the spans are built by ``cpl.export`` on the
+OpenTelemetry SDK, an extra: without it the command says what to install (exit 2).
+``--otlp`` is written whole or not at all; a collector that cannot be reached or
+refuses the spans is exit 1, after ``--otlp`` was written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from cpl.errors import TraceError
+
+from .arguments import add_command, add_trace_file
+from .usage import EXIT_OK, UsageError, complain
+
+TIMEOUT = 10.0  # seconds for each connect and read of --endpoint
+
+
+def _headers(given: list[str]) -> dict:
+    """--header NAME=VALUE, after the OTLP exporters' environment variables."""
+    from opentelemetry.util.re import parse_env_headers
+    found = {}
+    for variable in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
+        found.update(parse_env_headers(os.environ.get(variable, ""), liberal=True))
+    for pair in given:
+        name, equals, value = pair.partition("=")
+        if not equals or not name.strip() or any(c in pair for c in "\r\n\0"):
+            raise UsageError(f"--header {pair!r}: give NAME=VALUE on one line")
+        found[name.strip()] = value.strip()
+    return found
+
+
+def cmd_export(args) -> int:
+    from cpl.export import MissingExtra, endpoint_url, otlp_json, otlp_request, require_sdk
+    from cpl.trace import load_trace
+
+    if args.otlp is None and args.endpoint is None:
+        raise UsageError("say where the spans go: --otlp OUT.json and/or --endpoint URL")
+    if args.timeout <= 0:
+        raise UsageError("--timeout: give a positive number of seconds")
+    url = None
+    if args.endpoint is not None:
+        try:
+            url = endpoint_url(args.endpoint)
+        except ValueError as error:
+            raise UsageError(f"--endpoint: {error}") from None
+    try:
+        require_sdk()  # before the trace is read: a missing extra is the first thing said
+        headers = _headers(args.header) if url is not None else {}
+        trace = load_trace(args.trace, lambda text: complain(f"warning: {text}"))
+        try:
+            anchor = os.stat(args.trace).st_mtime_ns
+        except OSError:
+            anchor = 0
+        request = otlp_request(trace, args.parent, anchor)
+    except MissingExtra as error:
+        raise UsageError(str(error)) from None
+    spans = sum(len(scope.spans) for resource in request.resource_spans
+                for scope in resource.scope_spans)
+    links = sum(len(span.links) for resource in request.resource_spans
+                for scope in resource.scope_spans for span in scope.spans)
+    if args.otlp is not None:
+        data = otlp_json(request).encode("utf-8")
+        if args.otlp == "-":
+            sys.stdout.buffer.write(data)
+            sys.stdout.flush()
+        else:
+            from .view import write_atomically
+            write_atomically(args.otlp, [data])
+            complain(f"wrote {args.otlp}: {spans} spans, {links} links")
+    if url is not None:
+        from cpl.export import ExportError, post
+        try:
+            accepted = post(request, url, headers, args.timeout)
+        except ExportError as error:
+            raise TraceError(f"--endpoint: {error}") from None
+        complain(f"posted {accepted} spans, {links} links to {url}")
+    return EXIT_OK
+
+
+def add_export_command(commands) -> None:
+    export = add_command(
+        commands, "export", cmd_export,
+        help="send a trace to OpenTelemetry: OTLP JSON, or posted to an OTLP/HTTP collector",
+        description="Export TRACE as one OpenTelemetry trace: the run a root span, a span "
+        "per lifeline and per event, messages as span links with messaging.* attributes, "
+        "decisions with their guard and value (gen_ai.guardrail.*).")
+    add_trace_file(export)
+    export.add_argument("--otlp", metavar="OUT.json",
+                        help="write OTLP JSON (an ExportTraceServiceRequest) to OUT.json "
+                             "('-': standard output)")
+    export.add_argument("--endpoint", metavar="URL",
+                        help="POST the spans (OTLP/HTTP, protobuf) to URL; a URL without a "
+                             "path gets /v1/traces (http://localhost:4318)")
+    export.add_argument("--parent", choices=("link", "message"), default="link",
+                        help="a receive's parent span: its lifeline (link: the send is a "
+                             "span link) or its send too (message: for backends that drop "
+                             "links, e.g. Langfuse, Phoenix)")
+    export.add_argument("--header", action="append", default=[], metavar="NAME=VALUE",
+                        help="an HTTP header for --endpoint (repeatable; also read from "
+                             "OTEL_EXPORTER_OTLP_HEADERS)")
+    export.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
+                        help=f"wait at most this long for each connect and read of "
+                             f"--endpoint (default {TIMEOUT:g})")
