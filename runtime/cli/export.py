@@ -42,6 +42,8 @@ def cmd_export(args) -> int:
         raise UsageError("say where the spans go: --otlp OUT.json and/or --endpoint URL")
     if args.timeout <= 0:
         raise UsageError("--timeout: give a positive number of seconds")
+    if args.otlp not in (None, "-") and os.path.isdir(args.otlp):
+        raise TraceError(f"cannot write {args.otlp}: it is a directory; name a file in it")
     url = None
     if args.endpoint is not None:
         try:
