@@ -34,6 +34,19 @@ def _headers(given: list[str]) -> dict:
     return found
 
 
+def _summary(trace, request) -> str:
+    """What was exported, in the words of the trace (the counts a reader checks first)."""
+    spans = sum(len(scope.spans) for resource in request.resource_spans
+                for scope in resource.scope_spans)
+    links = sum(len(span.links) for resource in request.resource_spans
+                for scope in resource.scope_spans for span in scope.spans)
+    decisions = sum(event.kind == "choice" for event in trace.events)
+    transit = len(trace.in_transit())
+    return (f"{spans} spans (the run, {len(trace.lifelines)} lifelines, {len(trace.events)} "
+            f"events), {links} message links, {decisions} decisions"
+            + (f", {transit} messages in transit" if transit else ""))
+
+
 def cmd_export(args) -> int:
     from cpl.export import MissingExtra, endpoint_url, otlp_json, otlp_request, require_sdk
     from cpl.trace import load_trace
@@ -61,10 +74,7 @@ def cmd_export(args) -> int:
         request = otlp_request(trace, args.parent, anchor)
     except MissingExtra as error:
         raise UsageError(str(error)) from None
-    spans = sum(len(scope.spans) for resource in request.resource_spans
-                for scope in resource.scope_spans)
-    links = sum(len(span.links) for resource in request.resource_spans
-                for scope in resource.scope_spans for span in scope.spans)
+    summary = _summary(trace, request)
     if args.otlp is not None:
         data = otlp_json(request).encode("utf-8")
         if args.otlp == "-":
@@ -73,14 +83,14 @@ def cmd_export(args) -> int:
         else:
             from .view import write_atomically
             write_atomically(args.otlp, [data])
-            complain(f"wrote {args.otlp}: {spans} spans, {links} links")
+            complain(f"wrote {args.otlp}: {summary}")
     if url is not None:
         from cpl.export import ExportError, post
         try:
-            accepted = post(request, url, headers, args.timeout)
+            post(request, url, headers, args.timeout)
         except ExportError as error:
             raise TraceError(f"--endpoint: {error}") from None
-        complain(f"posted {accepted} spans, {links} links to {url}")
+        complain(f"posted to {url}: {summary}")
     return EXIT_OK
 
 
