@@ -344,3 +344,14 @@ def test_an_unreachable_or_silent_collector_fails_in_bounded_time(review):
         silent.close()
     assert result.returncode == 1 and "did not answer within 1 s" in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_batches_hold_every_span_once_and_link_across_batches(review):
+    from cpl.export import otlp_batches, otlp_request
+    trace = load_trace(review, warn=lambda text: None)
+    batches = list(otlp_batches(trace, "message", 0, size=10))
+    assert len(batches) == 8 and all(len(spans_of(batch)) <= 10 for batch in batches)
+    whole = otlp_request(trace, "message", 0)
+    assert sorted(s.SerializeToString() for b in batches for s in spans_of(b)) == \
+        sorted(s.SerializeToString() for s in spans_of(whole))
+    check_complete(review, whole, "message")

@@ -8,10 +8,11 @@ an export runs: :class:`MissingExtra` says what to install.
 
 from ..lazy import face
 
-__all__ = ["ExportError", "MissingExtra", "PARENTS", "endpoint_url", "otlp_json", "otlp_request",
+__all__ = ["ExportError", "MissingExtra", "PARENTS", "endpoint_url", "otlp_batches", "otlp_json",
+           "otlp_request",
            "post", "require_sdk"]
 
 face(__name__, {
-    ".otlp": "MissingExtra PARENTS otlp_json otlp_request _sdk:require_sdk",
+    ".otlp": "MissingExtra PARENTS otlp_batches otlp_json otlp_request _sdk:require_sdk",
     ".post": "ExportError endpoint_url post",
 })

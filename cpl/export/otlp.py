@@ -14,11 +14,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+from typing import Iterator
 
 PARENTS = ("link", "message")
 MAX_TEXT = 4096  # characters of one attribute value: a backend refuses or cuts longer ones
 MAX_NAME = 256  # characters of a span name or of the variable in an attribute key
 MAX_LIST = 1000  # message ids listed as in transit
+BATCH = 2000  # spans per request: a collector limits a request's size (4 MiB is common)
 STEP = 1_000_000  # nanoseconds between the events of a trace that recorded no times
 SYSTEM = "cpl"  # messaging.system
 
@@ -228,9 +230,20 @@ def clocks(trace) -> list:
 
 
 def otlp_request(trace, parent: str = "link", anchor: int = 0):
-    """The ``ExportTraceServiceRequest`` of ``trace``: spans made by the SDK's tracer (our
-    ids, times and attributes given), encoded by ``encode_spans``.  ``anchor``: the ns
-    time a trace without recorded times ends at."""
+    """The one ``ExportTraceServiceRequest`` of the whole ``trace`` (``otlp_batches``)."""
+    batches = iter(otlp_batches(trace, parent, anchor))
+    request = next(batches)
+    for more in batches:
+        request.resource_spans.extend(more.resource_spans)
+    return request
+
+
+def otlp_batches(trace, parent: str = "link", anchor: int = 0, size: int = BATCH):
+    """``ExportTraceServiceRequest``s of at most ``size`` spans (the event spans in trace
+    order, then the lifelines' and the run's): spans made by the SDK's tracer (our ids,
+    times and attributes given), encoded by ``encode_spans`` and dropped a batch at a time,
+    so a long trace does not hold every SDK span at once.  ``anchor``: the ns time a
+    trace without recorded times ends at."""
     if parent not in PARENTS:
         raise ValueError(f"parent must be one of {PARENTS}")
     (api, encode_spans, sdk, Resource, SimpleSpanProcessor, InMemorySpanExporter,
@@ -289,7 +302,7 @@ def otlp_request(trace, parent: str = "link", anchor: int = 0):
             span.set_status(api.Status(api.StatusCode.ERROR, text(f"died: {error}" if error
                                                                   else "died")))
         lifelines[name] = (span, max((e for _, e in local), default=first))
-    made = {}  # event id -> its span, for the receives that link to it
+    made = {}  # event id -> its span's context, for the receives that link to it
     vcs = clocks(trace)
     received = {event.msg for event in trace.events if event.kind == "recv"}
     for index, event in enumerate(trace.events):
@@ -303,39 +316,47 @@ def otlp_request(trace, parent: str = "link", anchor: int = 0):
             send = trace.send_of(event.msg)
             sender = send.lifeline
             sent = made[send.id]
-            links = [api.Link(sent.get_span_context(), _message(event, "send", event.lifeline))]
+            links = [api.Link(sent, _message(event, "send", event.lifeline))]
             if parent == "message":
-                above = sent
+                above = api.NonRecordingSpan(sent)
         span = start("event", event.id, _name(event, sender), above, spans[index][0],
                      kind=kind, links=links,
                      attributes=event_attributes(trace, index, vcs[index],
                                                  event.msg in received))
         span.end(end_time=spans[index][1])
-        made[event.id] = span
+        made[event.id] = span.get_span_context()
+        if (index + 1) % size == 0:
+            yield encode_spans(kept.get_finished_spans())
+            kept.clear()
     for span, end in lifelines.values():
         span.end(end_time=end)
     root.end(end_time=last)
     finished = kept.get_finished_spans()
-    order = {span.context.span_id: rank for rank, span in enumerate(
-        [root] + [span for span, _ in lifelines.values()] + list(made.values()))}
-    return encode_spans(sorted(finished, key=lambda span: order[span.context.span_id]))
+    for start_at in range(0, len(finished), size):  # at least one batch, with the run's span
+        yield encode_spans(finished[start_at:start_at + size])
 
 
 _IDS = ("traceId", "spanId", "parentSpanId")
 
 
-def otlp_json(request) -> str:
-    """OTLP/JSON text of ``request``: protobuf's JSON mapping, but with trace and span ids
-    as hex strings and enums as integers, as the OTLP specification's JSON encoding asks
-    (a collector's JSON receiver reads it; ``json_format.Parse`` wants them in base64)."""
+def otlp_json(requests) -> Iterator[str]:
+    """OTLP/JSON text of ``requests`` as one request, in parts: protobuf's JSON mapping,
+    but with trace and span ids as hex strings and enums as integers, as the OTLP
+    specification's JSON encoding asks (a collector's JSON receiver reads it;
+    ``json_format.Parse`` wants the ids in base64)."""
     import base64
     from google.protobuf import json_format
-    data = json_format.MessageToDict(request, use_integers_for_enums=True)
-    for resource in data.get("resourceSpans", ()):
-        for scope in resource.get("scopeSpans", ()):
-            for span in scope.get("spans", ()):
-                for holder in (span, *span.get("links", ())):
-                    for key in _IDS:
-                        if key in holder:
-                            holder[key] = base64.b64decode(holder[key]).hex()
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":")) + "\n"
+    yield '{"resourceSpans":['
+    comma = ""
+    for request in requests:
+        data = json_format.MessageToDict(request, use_integers_for_enums=True)
+        for resource in data.get("resourceSpans", ()):
+            for scope in resource.get("scopeSpans", ()):
+                for span in scope.get("spans", ()):
+                    for holder in (span, *span.get("links", ())):
+                        for key in _IDS:
+                            if key in holder:
+                                holder[key] = base64.b64decode(holder[key]).hex()
+            yield comma + json.dumps(resource, ensure_ascii=False, separators=(",", ":"))
+            comma = ","
+    yield "]}\n"

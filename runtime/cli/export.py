@@ -34,21 +34,20 @@ def _headers(given: list[str]) -> dict:
     return found
 
 
-def _summary(trace, request) -> str:
+def _summary(trace, requests) -> str:
     """What was exported, in the words of the trace (the counts a reader checks first)."""
-    spans = sum(len(scope.spans) for resource in request.resource_spans
-                for scope in resource.scope_spans)
-    links = sum(len(span.links) for resource in request.resource_spans
-                for scope in resource.scope_spans for span in scope.spans)
+    spans = [span for request in requests for resource in request.resource_spans
+             for scope in resource.scope_spans for span in scope.spans]
+    links = sum(len(span.links) for span in spans)
     decisions = sum(event.kind == "choice" for event in trace.events)
     transit = len(trace.in_transit())
-    return (f"{spans} spans (the run, {len(trace.lifelines)} lifelines, {len(trace.events)} "
+    return (f"{len(spans)} spans (the run, {len(trace.lifelines)} lifelines, {len(trace.events)} "
             f"events), {links} message links, {decisions} decisions"
             + (f", {transit} messages in transit" if transit else ""))
 
 
 def cmd_export(args) -> int:
-    from cpl.export import MissingExtra, endpoint_url, otlp_json, otlp_request, require_sdk
+    from cpl.export import MissingExtra, endpoint_url, otlp_batches, otlp_json, require_sdk
     from cpl.trace import load_trace
 
     if args.otlp is None and args.endpoint is None:
@@ -71,25 +70,28 @@ def cmd_export(args) -> int:
             anchor = os.stat(args.trace).st_mtime_ns
         except OSError:
             anchor = 0
-        request = otlp_request(trace, args.parent, anchor)
+        requests = list(otlp_batches(trace, args.parent, anchor))
     except MissingExtra as error:
         raise UsageError(str(error)) from None
-    summary = _summary(trace, request)
+    summary = _summary(trace, requests)
     if args.otlp is not None:
-        data = otlp_json(request).encode("utf-8")
+        parts = (text.encode("utf-8") for text in otlp_json(requests))
         if args.otlp == "-":
-            sys.stdout.buffer.write(data)
+            sys.stdout.buffer.writelines(parts)
             sys.stdout.flush()
         else:
             from .view import write_atomically
-            write_atomically(args.otlp, [data])
+            write_atomically(args.otlp, parts)
             complain(f"wrote {args.otlp}: {summary}")
     if url is not None:
         from cpl.export import ExportError, post
-        try:
-            post(request, url, headers, args.timeout)
-        except ExportError as error:
-            raise TraceError(f"--endpoint: {error}") from None
+        for number, request in enumerate(requests):
+            try:
+                post(request, url, headers, args.timeout)
+            except ExportError as error:
+                done = f" (after {number} of {len(requests)} requests were accepted)" \
+                    if number else ""
+                raise TraceError(f"--endpoint: {error}{done}") from None
         complain(f"posted to {url}: {summary}")
     return EXIT_OK
 
