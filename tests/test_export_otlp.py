@@ -255,6 +255,9 @@ def test_an_out_path_that_cannot_be_written_is_one_clear_line(review, tmp_path, 
     (("--endpoint", "ftp://host/x"), "not an http:// or https:// URL"),
     (("--endpoint", "http://127.0.0.1:9", "--timeout", "0"), "--timeout"),
     (("--endpoint", "http://127.0.0.1:9", "--header", "nothing"), "NAME=VALUE"),
+    (("--endpoint", "http://127.0.0.1:9", "--header", "X-Key=clé"), "printable ASCII"),
+    (("--endpoint", "http://127.0.0.1:9", "--timeout", "nan"), "--timeout"),
+    (("--endpoint", "http://[::1"), "--endpoint"),
 ])
 def test_usage_errors_exit_2(review, argv, words):
     result = cpl("export", review, *argv)
@@ -355,3 +358,11 @@ def test_batches_hold_every_span_once_and_link_across_batches(review):
     assert sorted(s.SerializeToString() for b in batches for s in spans_of(b)) == \
         sorted(s.SerializeToString() for s in spans_of(whole))
     check_complete(review, whole, "message")
+
+
+def test_a_disabled_sdk_is_said_not_exported_empty(review, tmp_path):
+    result = subprocess.run([sys.executable, "-m", "runtime.cli", "export", str(review),
+                             "--otlp", str(tmp_path / "o.json")], capture_output=True, text=True,
+                            env={**os.environ, "OTEL_SDK_DISABLED": "true"})
+    assert result.returncode == 2 and "OTEL_SDK_DISABLED" in result.stderr, result.stderr
+    assert not (tmp_path / "o.json").exists()

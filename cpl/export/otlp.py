@@ -299,8 +299,7 @@ def otlp_batches(trace, parent: str = "link", anchor: int = 0, size: int = BATCH
                      attributes={"cpl.lifeline": text(name, MAX_NAME), "cpl.events": len(local),
                                  "cpl.init": _json(dict(store))})
         if name == died:
-            span.set_status(api.Status(api.StatusCode.ERROR, text(f"died: {error}" if error
-                                                                  else "died")))
+            span.set_status(api.Status(api.StatusCode.ERROR, text(error or "died")))
         lifelines[name] = (span, max((e for _, e in local), default=first))
     made = {}  # event id -> its span's context, for the receives that link to it
     vcs = clocks(trace)

@@ -31,6 +31,11 @@ def _headers(given: list[str]) -> dict:
         if not equals or not name.strip() or any(c in pair for c in "\r\n\0"):
             raise UsageError(f"--header {pair!r}: give NAME=VALUE on one line")
         found[name.strip()] = value.strip()
+    for name, value in found.items():  # http.client sends latin-1 and refuses line breaks
+        if not (name.isascii() and value.isascii() and name.isprintable()
+                and value.isprintable() and name and " " not in name):
+            raise UsageError(f"--header {name!r}: a header's name and value are printable "
+                             f"ASCII, the name without spaces")
     return found
 
 
@@ -52,8 +57,8 @@ def cmd_export(args) -> int:
 
     if args.otlp is None and args.endpoint is None:
         raise UsageError("say where the spans go: --otlp OUT.json and/or --endpoint URL")
-    if args.timeout <= 0:
-        raise UsageError("--timeout: give a positive number of seconds")
+    if not 0 < args.timeout <= 3600:  # also refuses nan; inf would wait forever
+        raise UsageError("--timeout: give a number of seconds above 0, at most 3600")
     if args.otlp not in (None, "-") and os.path.isdir(args.otlp):
         raise TraceError(f"cannot write {args.otlp}: it is a directory; name a file in it")
     url = None
