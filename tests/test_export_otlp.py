@@ -142,12 +142,14 @@ def test_the_flagship_exports_every_message_as_a_link_and_every_decision(review,
 
 def test_the_same_trace_gives_the_same_ids_in_any_form(review, tmp_path):
     first, _ = exported(review, tmp_path)
-    document = tmp_path / "review.json"
-    document.write_text(json.dumps(load_trace(review).to_dict()), encoding="utf-8")
-    again, _ = exported(document, tmp_path)
+    from cpl.trace import dump_trace
     ids = lambda request: sorted((s.trace_id, s.span_id, s.parent_span_id)
                                  for s in spans_of(request))
-    assert ids(first) == ids(again)
+    for name in ("review.json", "review.msgpack"):
+        dump_trace(load_trace(review), tmp_path / name)
+        again, _ = exported(tmp_path / name, tmp_path)
+        assert ids(first) == ids(again), name
+    assert ids(exported(review, tmp_path, "--parent", "message")[0]) != ids(first)
 
 
 def test_a_killed_runs_trace_exports_as_far_as_it_went(tmp_path):
