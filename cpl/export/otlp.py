@@ -288,7 +288,8 @@ def otlp_batches(trace, parent: str = "link", anchor: int = 0, size: int = BATCH
     root = start("run", "", text(f"run {meta.get('choreography') or ''}".strip(), MAX_NAME),
                  None, first, attributes=_run_attributes(trace))
     if status not in ("ok", "unknown"):
-        root.set_status(api.Status(api.StatusCode.ERROR, f"{status}: {error}" if error else status))
+        root.set_status(api.Status(api.StatusCode.ERROR,
+                                   text(f"{status}: {error}" if error else status)))
     lifelines = {}
     died = _died(trace)
     for name in trace.lifelines:
