@@ -12,7 +12,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("cpl", "choreo", "runtime", "causal_guards")
-CPL_SUBPACKAGES = ("lang", "trace", "monitor", "semantics", "view", "anomalies", "live")
+CPL_SUBPACKAGES = ("lang", "trace", "monitor", "semantics", "view", "anomalies", "live",
+                   "export")
 
 
 def module_name(path: Path) -> str:

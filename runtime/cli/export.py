@@ -1,0 +1,127 @@
+"""``cpl export``: a recorded run as OpenTelemetry spans, to a file or to a collector.
+
+Reads any trace form as ``cpl render`` does (a cut-off stream is exported as far
+as it goes, with a warning); the spans are built by ``cpl.export`` on the
+OpenTelemetry SDK, an extra: without it the command says what to install (exit 2).
+``--otlp`` is written whole or not at all; a collector that cannot be reached or
+refuses the spans is exit 1, after ``--otlp`` was written.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from cpl.errors import TraceError
+
+from .arguments import add_command, add_trace_file
+from .usage import EXIT_OK, UsageError, complain
+
+TIMEOUT = 10.0  # seconds for each connect and read of --endpoint
+
+
+def _headers(given: list[str]) -> dict:
+    """--header NAME=VALUE, after the OTLP exporters' environment variables."""
+    from opentelemetry.util.re import parse_env_headers
+    found = {}
+    for variable in ("OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"):
+        found.update(parse_env_headers(os.environ.get(variable, ""), liberal=True))
+    for pair in given:
+        name, equals, value = pair.partition("=")
+        if not equals or not name.strip() or any(c in pair for c in "\r\n\0"):
+            raise UsageError(f"--header {pair!r}: give NAME=VALUE on one line")
+        found[name.strip()] = value.strip()
+    for name, value in found.items():  # http.client sends latin-1 and refuses line breaks
+        if not (name.isascii() and value.isascii() and name.isprintable()
+                and value.isprintable() and name and " " not in name):
+            raise UsageError(f"--header {name!r}: a header's name and value are printable "
+                             f"ASCII, the name without spaces")
+    return found
+
+
+def _summary(trace, requests) -> str:
+    """What was exported, in the words of the trace (the counts a reader checks first)."""
+    spans = [span for request in requests for resource in request.resource_spans
+             for scope in resource.scope_spans for span in scope.spans]
+    links = sum(len(span.links) for span in spans)
+    decisions = sum(event.kind == "choice" for event in trace.events)
+    transit = len(trace.in_transit())
+    return (f"{len(spans)} spans (the run, {len(trace.lifelines)} lifelines, {len(trace.events)} "
+            f"events), {links} message links, {decisions} decisions"
+            + (f", {transit} messages in transit" if transit else ""))
+
+
+def cmd_export(args) -> int:
+    from cpl.export import MissingExtra, endpoint_url, otlp_batches, otlp_json, require_sdk
+    from cpl.trace import load_trace
+
+    if args.otlp is None and args.endpoint is None:
+        raise UsageError("say where the spans go: --otlp OUT.json and/or --endpoint URL")
+    if not 0 < args.timeout <= 3600:  # also refuses nan; inf would wait forever
+        raise UsageError("--timeout: give a number of seconds above 0, at most 3600")
+    if args.otlp not in (None, "-") and os.path.isdir(args.otlp):
+        raise TraceError(f"cannot write {args.otlp}: it is a directory; name a file in it")
+    url = None
+    if args.endpoint is not None:
+        try:
+            url = endpoint_url(args.endpoint)
+        except ValueError as error:
+            raise UsageError(f"--endpoint: {error}") from None
+    try:
+        require_sdk()  # before the trace is read: a missing extra is the first thing said
+        headers = _headers(args.header) if url is not None else {}
+        trace = load_trace(args.trace, lambda text: complain(f"warning: {text}"))
+        try:
+            anchor = os.stat(args.trace).st_mtime_ns
+        except OSError:
+            anchor = 0
+        requests = list(otlp_batches(trace, args.parent, anchor))
+    except MissingExtra as error:
+        raise UsageError(str(error)) from None
+    summary = _summary(trace, requests)
+    if args.otlp is not None:
+        parts = (text.encode("utf-8") for text in otlp_json(requests))
+        if args.otlp == "-":
+            sys.stdout.buffer.writelines(parts)
+            sys.stdout.flush()
+        else:
+            from .view import write_atomically
+            write_atomically(args.otlp, parts)
+            complain(f"wrote {args.otlp}: {summary}")
+    if url is not None:
+        from cpl.export import ExportError, post
+        for number, request in enumerate(requests):
+            try:
+                post(request, url, headers, args.timeout)
+            except ExportError as error:
+                done = f" (after {number} of {len(requests)} requests were accepted)" \
+                    if number else ""
+                raise TraceError(f"--endpoint: {error}{done}") from None
+        complain(f"posted to {url}: {summary}")
+    return EXIT_OK
+
+
+def add_export_command(commands) -> None:
+    export = add_command(
+        commands, "export", cmd_export,
+        help="send a trace to OpenTelemetry: OTLP JSON, or posted to an OTLP/HTTP collector",
+        description="Export TRACE as one OpenTelemetry trace: the run a root span, a span "
+        "per lifeline and per event, messages as span links with messaging.* attributes, "
+        "decisions with their guard and value (gen_ai.guardrail.*).")
+    add_trace_file(export)
+    export.add_argument("--otlp", metavar="OUT.json",
+                        help="write OTLP JSON (an ExportTraceServiceRequest) to OUT.json "
+                             "('-': standard output)")
+    export.add_argument("--endpoint", metavar="URL",
+                        help="POST the spans (OTLP/HTTP, protobuf) to URL; a URL without a "
+                             "path gets /v1/traces (http://localhost:4318)")
+    export.add_argument("--parent", choices=("link", "message"), default="link",
+                        help="a receive's parent span: its lifeline (link: the send is a "
+                             "span link) or its send too (message: for backends that drop "
+                             "links, e.g. Langfuse, Phoenix)")
+    export.add_argument("--header", action="append", default=[], metavar="NAME=VALUE",
+                        help="an HTTP header for --endpoint (repeatable; also read from "
+                             "OTEL_EXPORTER_OTLP_HEADERS)")
+    export.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
+                        help=f"wait at most this long for each connect and read of "
+                             f"--endpoint (default {TIMEOUT:g})")
