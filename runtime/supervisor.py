@@ -307,9 +307,12 @@ class Supervisor:
                     return self._unresponsive(name, silent)
                 return self._died(name, None, f"no heartbeat for {SILENCE:g} s")
         ends = [self.reports.get(name) for name in self.lifelines]
-        failed = [r for r in ends if r is not None and r.status == FAILED]
+        failed = [(name, r) for name, r in zip(self.lifelines, ends)
+                  if r is not None and r.status == FAILED]
         if failed:  # one lifeline cannot go on: the run has failed, whatever the others do
-            return self._meta(FAILED, failed[0].error)
+            meta = self._meta(FAILED, failed[0][1].error)
+            meta["failed"] = {"lifeline": failed[0][0]}
+            return meta
         if all(r is not None and r.state == "end" for r in ends):
             return self._meta(OK)
         return None
