@@ -10,7 +10,8 @@ import pytest
 
 from choreo_util import cpl, write
 
-pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing "
+                                "(apt-get install graphviz; .ci/run installs it)")
 
 FIG2 = "examples/traces/fig2.json"
 MAGIC = {"svg": b"<?xml", "png": b"\x89PNG", "pdf": b"%PDF", "dot": b"digraph",
