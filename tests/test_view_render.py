@@ -22,8 +22,7 @@ from cpl.view import format_of, layout, render
 from cpl.view.dot import FALSE, GREY, TRUE
 from cpl.view.shiviz import PARSER, host_names, shiviz_log
 
-pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing "
-                                "(apt-get install graphviz; .ci/run installs it)")
+pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
 
 SVG = "{http://www.w3.org/2000/svg}"
 FIG2 = "examples/traces/fig2.json"

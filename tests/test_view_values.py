@@ -4,8 +4,10 @@ format needs that is not installed (``cpl.view.missing``)."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -99,14 +101,18 @@ def test_cli_values_flags(tmp_path):
         {"id": "r", "lifeline": "B", "kind": "recv", "msg": "m"}]}))
     shown = {}
     for flag in ("", "--values", "--no-values"):
-        out = tmp_path / f"t{flag}.dot"
+        out = tmp_path / f"t{flag}.svg"
         result = run_cli("render", trace, "-o", out, *([flag] if flag else []))
         assert result.returncode == 0, result.stderr
-        shown[flag] = out.read_text()
-    assert 'go(long=\\"vvv' in shown[""] and "v" * 60 not in shown[""]
-    assert "v" * 60 in shown["--values"]
-    assert "go(" not in shown["--no-values"]
+        texts = re.findall(r"<text\b[^>]*>([^<]*)</text>", out.read_text())
+        shown[flag] = html.unescape("".join(texts))  # a wrapped label's lines, joined
+    assert 'go(long="vvv' in shown[""] and "v" * 60 not in shown[""]
+    assert 'go(long="' + "v" * 60 + '")' in shown["--values"]
+    assert "go(" not in shown["--no-values"] and "go" in shown["--no-values"]
     assert cli_view.SHORT_LABEL == SHORT_LABEL  # the help's number is the layout's
+
+
+# the help's number is the layout's
 
 
 # ---------------------------------------------------------------- which lifeline failed
