@@ -164,6 +164,7 @@ class _Simulation:
         self.scheduler = random.Random(seed)
         self.interrupted = False  # for _stop_between_steps
         self.events: list[Event] = []
+        self.failed: dict | None = None  # meta.failed: the lifeline whose failure ended the run
         pick, sent = self._picker(self.scheduler.random)
         self.driver = Driver(self.runners, pick, self._emitter(), sent=sent,
                              before_action=before_action)
@@ -189,6 +190,7 @@ class _Simulation:
                 status, error = LIMIT, f"stopped after {self.driver.steps} steps (--max-steps)"
         except RunFailure as failure:
             status, error = FAILED, failure.render()
+            self.failed = {"lifeline": failure.lifeline, "event": failure.event}
         except DeadlinePassed:
             status, error = TIMEOUT, timed_out(timeout)
         except KeyboardInterrupt:
@@ -244,8 +246,11 @@ class _Simulation:
 
     def meta(self, status: str, error: str | None, steps: int) -> dict:
         """How the run ended, for the trace's ``meta``."""
-        return simulated_meta(self.plan, self.seed, self.inputs, status, error, steps,
+        meta = simulated_meta(self.plan, self.seed, self.inputs, status, error, steps,
                               self.recording or self.sink is not None, self.schedule)
+        if status == FAILED and self.failed is not None:  # which lifeline: the picture marks it
+            meta["failed"] = self.failed
+        return meta
 
     def result(self, status: str, error: str | None, steps: int) -> RunResult:
         c = self.plan.choreography

@@ -307,9 +307,9 @@ class Supervisor:
                     return self._unresponsive(name, silent)
                 return self._died(name, None, f"no heartbeat for {SILENCE:g} s")
         ends = [self.reports.get(name) for name in self.lifelines]
-        failed = [r for r in ends if r is not None and r.status == FAILED]
+        failed = [n for n, r in zip(self.lifelines, ends) if r is not None and r.status == FAILED]
         if failed:  # one lifeline cannot go on: the run has failed, whatever the others do
-            return self._meta(FAILED, failed[0].error)
+            return self._meta(FAILED, self.reports[failed[0]].error, failed={"lifeline": failed[0]})
         if all(r is not None and r.state == "end" for r in ends):
             return self._meta(OK)
         return None
@@ -371,9 +371,9 @@ class Supervisor:
             return self._died(name, None, why)
         return self._not_joined(failure.late, failure.waited, "not started")
 
-    def _meta(self, status: str, error: str | None = None) -> dict:
+    def _meta(self, status: str, error: str | None = None, **facts) -> dict:
         meta = run_meta(self.plan.name, self.seed, self.inputs, status, error, run=self.run_id,
-                        processes=True, hosts={name: self.connections[name].host
+                        processes=True, **facts, hosts={name: self.connections[name].host
                                                for name in self.lifelines
                                                if name in self.connections})
         places = {name: where for launcher in self.launchers

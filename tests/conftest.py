@@ -1,8 +1,11 @@
-"""Hypothesis profiles: a quick one for development, a thorough one for CI (CI=true)."""
+"""Hypothesis profiles: a quick one for development, a thorough one for CI (CI=true); and in
+CI, a run that skips any test fails (``nothing_skipped``)."""
 
 import os
 
 from hypothesis import HealthCheck, settings
+
+from nothing_skipped import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (hooks)
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("ci", max_examples=300, deadline=None,

@@ -103,7 +103,7 @@ def test_quick_run_produces_every_benchmark_row(capsys):
 def test_ray_bench_runs_local_and_ray_side_by_side_and_leaves_no_ray():
     reason = ray_launcher.unavailable()
     if reason:
-        pytest.skip(f"ray bench: {reason}")
+        pytest.skip(f"ray bench: {reason} (pip install 'causal-guards[ray]')")
     rows = bench_run.run(["ray"], quick=True)
     assert all(r.value > 0 for r in rows)
     measured = {r.what for r in rows}

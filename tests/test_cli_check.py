@@ -145,7 +145,8 @@ def test_usage_errors_exit_2():
 def test_console_script_is_installed():
     script = shutil.which("cpl", path=str(Path(sys.executable).parent))
     if script is None:
-        pytest.skip("the cpl console script is not installed next to this python")
+        pytest.skip("the cpl console script is not installed next to this python "
+                    "(pip install -e .)")
     result = subprocess.run([script, "check", "x&&y"], capture_output=True, text=True, timeout=60)
     assert (result.returncode, result.stdout) == (0, "x && y\n")
 

@@ -14,7 +14,8 @@ from typing import Annotated, TypedDict
 
 import pytest
 
-pytest.importorskip("langgraph")
+pytest.importorskip("langgraph", reason="langgraph is not installed "
+                    "(pip install 'causal-guards[langgraph]')")
 
 from langchain_core.messages import ToolMessage  # noqa: E402
 from langgraph.graph import END, START, StateGraph  # noqa: E402

@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp", reason="mcp is not installed (pip install 'causal-guards[mcp]')")
 
 from mcp import Client
 from mcp.server.mcpserver import Context, MCPServer

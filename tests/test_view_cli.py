@@ -94,7 +94,8 @@ def test_run_render_draws_a_failing_run_too(tmp_path):
     assert result.returncode == 1, result.stderr
     root = ET.parse(out).getroot()
     texts = [t.text for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    assert any(t and t.startswith("✕ stopped: failed") for t in texts), texts
+    assert "✕ failed: action 'boom' raised RuntimeErr…" in texts, texts  # B, not A
+    assert "✕ stopped" in texts, texts
     assert any("failed" in (t or "") for t in texts[:3]), "the title says how the run ended"
 
 

@@ -496,3 +496,64 @@ def test_highlight_opens_with_the_event_chosen(browser, fig2, tmp_path):
     browser.hover(session, f"ev-{c3}")
     assert "c3" in browser.js(session, "document.getElementById('tip').innerText")
     assert browser.problems(session) == []
+
+
+LONG_GUARD = ("!strict || @Researcher(check != disputed S check == confirmed) && "
+              "@Reviewer(verdict == approve S verdict == approve) && @Editor.ready == true && "
+              "@Researcher.source != none")
+
+# Where the panel and the drawing are, and every text of the drawing that, scrolled into the
+# middle of its pane, is not what the browser shows at that point (the panel covers it).
+_COVERED = """(function () {
+    var chart = document.getElementById('chart'), panel = document.getElementById('panel');
+    function box(e) { var r = e.getBoundingClientRect();
+                      return [r.left, r.top, r.right, r.bottom]; }
+    var c = box(chart), p = box(panel), covered = [];
+    document.querySelectorAll('#chart svg text').forEach(function (t) {
+        t.scrollIntoView({block: 'center', inline: 'center'});
+        var r = t.getBoundingClientRect();
+        var hit = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+        if (!hit || !chart.contains(hit)) covered.push(t.textContent);
+    });
+    return {chart: c, panel: p, covered: covered,
+            overlap: c[0] < p[2] && p[0] < c[2] && c[1] < p[3] && p[1] < c[3]}; })()"""
+
+
+def long_guard_trace() -> Trace:
+    """Four lifelines and a choice whose guard is far longer than a column is wide."""
+    return Trace(["Researcher", "Reviewer", "Editor", "Publisher"], events=[
+        Event("r1", "Researcher", "act", set={"check": "confirmed"}),
+        Event("r2", "Researcher", "send", to="Publisher", msg="m1", label="fact",
+              payload={"check": "confirmed"}),
+        Event("v1", "Reviewer", "send", to="Publisher", msg="m2", label="review",
+              payload={"verdict": "approve"}),
+        Event("p1", "Publisher", "recv", msg="m1"),
+        Event("p2", "Publisher", "recv", msg="m2"),
+        Event("p3", "Publisher", "choice", guard=LONG_GUARD, outcome=True, label="publish?"),
+    ], vars=["check", "verdict", "ready", "source", "strict"],
+        symbols=["disputed", "confirmed", "approve", "none"])
+
+
+@pytest.mark.parametrize("width", [1400, 1000, 600])
+def test_the_panel_never_covers_the_drawing(browser, tmp_path, width):
+    """At a wide, a middling and a narrow window, with a long guard: the panel's box and the
+    drawing's pane do not meet, and every text of the drawing, scrolled to the middle of its
+    pane, is what the browser shows there."""
+    path = tmp_path / "long.html"
+    path.write_text(_html(long_guard_trace()), encoding="utf-8")
+    session = browser.open(path.as_uri())
+    browser.call("Emulation.setDeviceMetricsOverride", {"width": width, "height": 700,
+                 "deviceScaleFactor": 1, "mobile": False}, session)
+    browser.click(session, "ev-5")  # the choice: its explanation fills the panel
+    assert LONG_GUARD.split(" && ")[0] in browser.js(
+        session, "document.getElementById('explanation').innerText")
+    found = browser.js(session, _COVERED)
+    assert not found["overlap"], found
+    assert found["covered"] == [], found
+    assert found["chart"][2] - found["chart"][0] >= width / 2 or width < 760, found
+    # the check can fail: a panel laid over the drawing is caught
+    browser.js(session, "var s = document.getElementById('panel').style; s.position = 'fixed';"
+                        " s.right = '0'; s.top = '0'; s.bottom = '0'; s.zIndex = '5'; 0")
+    found = browser.js(session, _COVERED)
+    assert found["overlap"] and found["covered"], found
+    assert browser.problems(session) == []

@@ -6,6 +6,7 @@ so a recorded, hand-written or failed run draws the same way.
 
 from __future__ import annotations
 
+import shutil
 from typing import Iterator
 
 from .layout import MAX_ROWS, layout, placed
@@ -15,24 +16,39 @@ FORMATS = ("svg", "png", "pdf", "dot", "html", "shiviz")
 _SUFFIXES = {**{form: form for form in FORMATS}, "htm": "html", "gv": "dot", "log": "shiviz"}
 
 
+# What each form needs that pip does not install: graphviz's `dot` program draws PNG and PDF.
+_NEEDS_DOT = frozenset({"png", "pdf"})
+
+
+def missing(form: str) -> str | None:
+    """What drawing ``form`` needs and this machine lacks, said with how to install it;
+    ``None`` when nothing is missing.  Checked before a run, not after it."""
+    if form in _NEEDS_DOT and shutil.which("dot") is None:
+        return (f"{form.upper()} needs graphviz's 'dot' program, which is not installed "
+                f"(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz; "
+                f"conda: conda install graphviz); SVG and HTML need nothing")
+    return None
+
+
 def render(source, form: str, highlight: str | None = None, max_rows: int = MAX_ROWS,
-           predicates=None) -> bytes:
+           predicates=None, values: bool | None = None) -> bytes:
     """The trace drawn in ``form`` (one of ``FORMATS``); ``highlight`` is an event id."""
-    return b"".join(render_parts(source, form, highlight, max_rows, predicates))
+    return b"".join(render_parts(source, form, highlight, max_rows, predicates, values))
 
 
 def render_parts(source, form: str, highlight: str | None = None, max_rows: int = MAX_ROWS,
-                 predicates=None) -> Iterator[bytes]:
+                 predicates=None, values: bool | None = None) -> Iterator[bytes]:
     """``render`` in parts, for writing as they come: ``source`` is a ``Trace`` or a
     ``.jsonl`` reader whose events are not read yet, and only the drawn window of it is
-    kept (``cpl.view.window``); a ShiViz log is the whole trace, a line at a time."""
+    kept (``cpl.view.window``); a ShiViz log is the whole trace, a line at a time.
+    ``values``: message values on the arrows — short ones (``None``), all, or none."""
     if form == "shiviz":
         from .shiviz import shiviz_lines
         for lines in _batches(shiviz_lines(source)):
             yield "".join(lines).encode("utf-8")
         return
     window = collect(source, highlight, max_rows)
-    drawn = placed(window)
+    drawn = placed(window, values)
     from . import dot
     if form == "html":
         from .html import page
@@ -59,5 +75,5 @@ def format_of(path: str) -> str | None:
     return _SUFFIXES.get(path.rsplit(".", 1)[-1].lower()) if "." in path else None
 
 
-__all__ = ["FORMATS", "MAX_ROWS", "NoSuchEvent", "format_of", "layout", "render",
+__all__ = ["FORMATS", "MAX_ROWS", "NoSuchEvent", "format_of", "layout", "missing", "render",
            "render_parts"]

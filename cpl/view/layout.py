@@ -11,6 +11,8 @@ arrows that cross its edge cut at the edge.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Mapping
 
 import attrs
@@ -18,6 +20,8 @@ import attrs
 from .window import Message, Seen, Window, collect
 
 MAX_ROWS = 150  # past this the picture folds acts, then shows a window (about 5,000 px tall)
+SHORT_LABEL = 40  # an arrow's label with its values, drawn by default up to this long
+FORCED_VALUE = 200  # with --values, one value's text is cut past this (a huge one is no label)
 
 
 @attrs.frozen
@@ -90,7 +94,8 @@ def _title(meta, count: int) -> str:
 
 
 def _ends(meta, lanes: Mapping[str, int], last_row: Mapping[str, int]) -> list[End]:
-    """Where a died or stopped lifeline ended (meta is the recorder's word: checked here)."""
+    """Where a died, failed or stopped lifeline ended (meta is the recorder's word: checked
+    here): the one that died or failed is marked so, the others only stopped."""
     meta = meta or {}
     status = meta.get("status")
     if not isinstance(status, str) or status in ("ok", ""):
@@ -102,19 +107,56 @@ def _ends(meta, lanes: Mapping[str, int], last_row: Mapping[str, int]) -> list[E
         how = (f"died (signal {signal})" if isinstance(signal, int) else
                f"died (exit {code})" if isinstance(code, int) else "died")
         return [End(lanes[name], last_row.get(name, 0) + 1, how)]
-    return [End(lane, last_row.get(name, 0) + 1, f"stopped: {_short(status, 20)}")
+    culprit = _failed_lifeline(meta, lanes) if status == "failed" else None
+    if culprit is None:
+        return [End(lane, last_row.get(name, 0) + 1, f"stopped: {_short(status, 20)}")
+                for name, lane in lanes.items()]
+    return [End(lane, last_row.get(name, 0) + 1,
+                _failed_text(meta, name) if name == culprit else "stopped")
             for name, lane in lanes.items()]
 
 
-def layout(source, highlight: str | None = None, max_rows: int = MAX_ROWS) -> Layout:
+def _failed_lifeline(meta: Mapping, lanes: Mapping[str, int]) -> str | None:
+    """The lifeline whose failure ended the run: ``meta.failed.lifeline``, or in a trace
+    recorded before that field, the one the error names as a run failure does
+    (``…error: NAME, event ID: cause``) when exactly one lifeline fits."""
+    failed = meta.get("failed")
+    if isinstance(failed, Mapping) and isinstance(failed.get("lifeline"), str):
+        return failed["lifeline"] if failed["lifeline"] in lanes else None
+    error = meta.get("error")
+    if not isinstance(error, str):
+        return None
+    head = error.split("\n", 1)[0]
+    fits = [name for name in lanes if head.startswith(f"{name}, event ")
+            or f"error: {name}, event " in head]
+    return fits[0] if len(fits) == 1 else None
+
+
+def _failed_text(meta: Mapping, name: str) -> str:
+    """``failed: `` and the cause, short: the error without its file and lifeline head."""
+    error = meta.get("error")
+    if not isinstance(error, str):
+        return "failed"
+    cause = error.split("\n", 1)[0]
+    found = re.search(re.escape(f"{name}, event ") + r"[^:]*: ", cause)
+    if found:
+        cause = cause[found.end():]
+    return f"failed: {_short(cause, 32)}"
+
+
+def layout(source, highlight: str | None = None, max_rows: int = MAX_ROWS,
+           values: bool | None = None) -> Layout:
     """Place the drawn events and messages of ``source`` (a ``Trace``, or a ``.jsonl``
-    reader whose events are not read yet); ``highlight`` is an event id."""
-    return placed(collect(source, highlight, max_rows))
+    reader whose events are not read yet); ``highlight`` is an event id; ``values`` as
+    ``placed`` takes it."""
+    return placed(collect(source, highlight, max_rows), values)
 
 
-def placed(window: Window) -> Layout:
+def placed(window: Window, values: bool | None = None) -> Layout:
     """The layout of a collected window: its rows renumbered from 1, acts folded into
-    their runs' first, and the highlighted event's causal past marked."""
+    their runs' first, and the highlighted event's causal past marked.  ``values``: each
+    arrow's label shows the values its message carried — ``None`` when the label stays
+    short (``SHORT_LABEL``), ``True`` always, ``False`` never."""
     lanes = {name: n for n, name in enumerate(window.header.lifelines)}
     focus = None if window.focus is None else window.focus.clock
     members: dict[int, list[Seen]] = {}
@@ -139,7 +181,7 @@ def placed(window: Window) -> Layout:
         in_past = None if focus is None else send.in_past(focus) and (
             recv is None or recv[2] < focus[recv[1]])
         arrows.append(Arrow(send_dot, recv_dot, send.lane, lanes[send.event.to],
-                            _short(send.event.label or send.event.msg, 32), recv is None,
+                            arrow_text(send.event, values), recv is None,
                             in_past))
     ends = _ends(window.header.meta, lanes, last_row) if window.bottom == window.last_row else []
     return Layout(tuple(window.header.lifelines), tuple(dots), tuple(arrows), tuple(ends),
@@ -155,6 +197,56 @@ def drawn_messages(window: Window, dots) -> list[Message]:
     lanes = set(window.header.lifelines)
     return [m for m in window.messages if m.send.event.to in lanes and (
         m.send.index in dots or (m.recv is not None and m.recv[0] in dots))]
+
+
+def arrow_text(event, values: bool | None = None) -> str:
+    """A send's arrow label: its name, and the values its message carried as JSON text
+    (``review(candidate="c1")``) — data shown, never read.  A decision's control message
+    already says its outcome in its label, so its ``{"outcome": …}`` is not repeated."""
+    name = _short(event.label or event.msg, 32)
+    payload = event.payload
+    if values is False or payload is None or _says_outcome(event):
+        return name
+    if isinstance(payload, Mapping):
+        pairs = [(str(key), _json(value)) for key, value in payload.items()]
+    else:
+        pairs = [(None, _json(payload))]
+    if not pairs:
+        return name
+    if values:
+        return _call(name, pairs, FORCED_VALUE)
+    for limit in (SHORT_LABEL, 24, 16, 10, 6):
+        text = _call(name, pairs, limit)
+        if len(text) <= SHORT_LABEL:
+            return text
+    text = _call(name, pairs, 1)  # the names only: review(candidate=…)
+    return text if len(text) <= SHORT_LABEL else f"{name}(…)"
+
+
+def _json(value) -> str:
+    try:
+        return json.dumps(value, ensure_ascii=False, default=_plain)
+    except (TypeError, ValueError, RecursionError):
+        return repr(value)
+
+
+def _plain(value):
+    """Read-only maps and tuples of a loaded trace, as JSON sees them."""
+    return dict(value) if isinstance(value, Mapping) else list(value)
+
+
+def _call(name: str, pairs, limit: int, most: int = 20) -> str:
+    """``name(key=value, …)``: at most ``most`` pairs, each value cut at ``limit``."""
+    shown = [_short(text, limit) if key is None else f"{_short(key, 40)}={_short(text, limit)}"
+             for key, text in pairs[:most]]
+    return f"{name}({', '.join(shown + ['…'] * (len(pairs) > most))})"
+
+
+def _says_outcome(event) -> bool:
+    payload = event.payload
+    return (isinstance(payload, Mapping) and len(payload) == 1 and "outcome" in payload
+            and isinstance(payload["outcome"], bool) and isinstance(event.label, str)
+            and event.label.endswith(": " + json.dumps(payload["outcome"])))
 
 
 def _dot_text(event, count: int) -> str:

@@ -28,6 +28,7 @@ from cpl.errors import TraceError
 from .arguments import (add_choreography, add_command, add_inputs, add_max_steps, add_schedule,
                         add_seed)
 from .usage import UsageError, option_json
+from .view import add_values
 from ..lineage import Sweep
 
 
@@ -57,6 +58,9 @@ def cmd_run(args) -> int:
     if args.join_timeout is not None and not 0 < args.join_timeout < math.inf:
         raise UsageError(f"--join-timeout {args.join_timeout:g}: give a number of seconds > 0")
     render_format = _render_format(args.render)
+    if args.values is not None and not args.render:
+        raise UsageError(f"--{'' if args.values else 'no-'}values is for the picture of "
+                         f"--render OUT")
     plan = prepare(load_one(args.choreo, args.name))
     inputs = plan.inputs(args.arg)
     with contextlib.ExitStack() as cluster:  # Ray joined or started before the trace opens:
@@ -163,7 +167,7 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     elif parts:
         shutil.rmtree(parts, ignore_errors=True)  # the trace is whole: its parts are done
     if args.render:
-        code = _render_run(trace_path, args.render, render_format) or code
+        code = _render_run(trace_path, args.render, render_format, args.values) or code
     return code
 
 
@@ -215,15 +219,18 @@ def _render_format(path: str | None) -> str | None:
     """``--render OUT``'s format, checked before the run like ``--trace``."""
     if path is None:
         return None
-    from cpl.view import format_of
+    from cpl.view import format_of, missing
     form = format_of(path)
     if form is None or form == "shiviz":
         raise UsageError(f"--render {path}: give a file ending in .svg, .png, .pdf, .dot "
                          f"or .html")
+    lacking = missing(form)
+    if lacking is not None:  # not after a run that may have taken hours
+        raise UsageError(f"--render {path}: {lacking}")
     return form
 
 
-def _render_run(trace_path: str, out: str, form: str) -> int:
+def _render_run(trace_path: str, out: str, form: str, values: bool | None = None) -> int:
     """Draw the run's trace (failing runs too), keeping only the drawn window of a
     stream; 1 if the picture could not be made."""
     from cpl.trace import open_trace
@@ -231,7 +238,7 @@ def _render_run(trace_path: str, out: str, form: str) -> int:
     from .view import drawn, write_atomically
     try:
         source = open_trace(trace_path)
-        write_atomically(out, drawn(lambda: render_parts(source, form)))
+        write_atomically(out, drawn(lambda: render_parts(source, form, values=values)))
     except TraceError as error:
         print(f"cpl run: --render: {error}", file=sys.stderr)
         return 1
@@ -298,6 +305,7 @@ def add_run_commands(commands) -> None:
                      "by line, so a killed run keeps what it did); also when the run fails")
     run.add_argument("--render", metavar="OUT.svg|.png|.pdf|.dot|.html",
                      help="draw the run's MSC at the end (failing runs too); see cpl render")
+    add_values(run, "with --render: ")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long")
     add_max_steps(run, "stop after N events (--sim)")
     run.add_argument("--hosts", metavar="FILE",

@@ -9,6 +9,7 @@ is renamed over it at the end.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import sys
@@ -36,18 +37,21 @@ def cmd_render(args) -> int:
     """A stream is read keeping only the drawn window (``cpl.view.render_parts``); the
     picture is written as its parts come."""
     from cpl.trace import open_trace
-    from cpl.view import FORMATS, NoSuchEvent, format_of, render_parts
+    from cpl.view import FORMATS, NoSuchEvent, format_of, missing, render_parts
     form = args.format or format_of(args.output)
     if form is None:
         raise UsageError(f"-o {args.output}: cannot tell the format from the suffix; give "
                          f"--format ({'|'.join(FORMATS)})")
+    lacking = missing(form)
+    if lacking is not None:  # before the trace is read: a big one takes a while
+        raise UsageError(f"-o {args.output}: {lacking}")
     source = open_trace(args.trace, _warn)
     if args.max_rows < 0:
         raise UsageError("--max-rows: give 0 (no limit) or a positive number of rows")
     predicates = _predicates(args, source) if form == "html" else None
     try:
         write_atomically(args.output, drawn(lambda: render_parts(
-            source, form, args.highlight, args.max_rows, predicates)))
+            source, form, args.highlight, args.max_rows, predicates, args.values)))
     except NoSuchEvent as error:
         raise UsageError(f"--highlight: {error}") from None
     return EXIT_OK
@@ -159,7 +163,20 @@ def _render_options(render) -> None:
                         help=f"past N rows, fold runs of local acts, then draw only a window "
                         f"of N rows around --highlight (else the end); 0: no limit "
                         f"(default {MAX_ROWS})")
+    add_values(render)
     add_predicates(render)
 
 
-__all__ = ["add_view_commands", "cmd_explain", "cmd_render", "drawn", "write_atomically"]
+SHORT_LABEL = 40  # cpl.view.layout's, not imported: building cpl run's parser stays light
+
+
+def add_values(parser, prefix: str = "") -> None:
+    """``--values`` / ``--no-values``: the message values on the arrows (``None``: short ones)."""
+    parser.add_argument("--values", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"{prefix}show on each arrow the values its message carried, "
+                        f"e.g. review(candidate=3): --values shows them all, --no-values none "
+                        f"(default: where the label stays within {SHORT_LABEL} characters, "
+                        f"long values cut with …)")
+
+
+__all__ = ["add_values", "add_view_commands", "cmd_explain", "cmd_render", "drawn", "write_atomically"]
