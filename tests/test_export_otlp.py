@@ -22,10 +22,11 @@ import pytest
 from choreo_util import cpl
 from cpl.trace import load_trace
 
-json_format = pytest.importorskip("google.protobuf.json_format")
+json_format = pytest.importorskip(
+    "google.protobuf.json_format", reason="the otel extra: pip install -e '.[otel]'")
 trace_service = pytest.importorskip(
     "opentelemetry.proto.collector.trace.v1.trace_service_pb2",
-    reason="the otel extra (opentelemetry-sdk) is not installed")
+    reason="the otel extra: pip install -e '.[otel]'")
 
 ROOT = Path(__file__).resolve().parent.parent
 IDS = ("traceId", "spanId", "parentSpanId")
@@ -246,7 +247,7 @@ def test_a_malformed_trace_is_the_same_error_as_cpl_eval(tmp_path):
     (".", "it is a directory"),
     ("no/such/dir/out.json", "does not exist"),
     pytest.param("/proc/out.json", "is not writable", marks=pytest.mark.skipif(
-        not os.path.isdir("/proc/self"), reason="needs Linux's /proc: unwritable even for root")),
+        not os.path.isdir("/proc/self"), reason="needs Linux's /proc (unwritable even for root): not something to install, the platform lacks it (sys.platform)")),
 ])
 def test_an_out_path_that_cannot_be_written_is_one_clear_line(review, tmp_path, target, words):
     result = cpl("export", review, "--otlp", tmp_path / target)
