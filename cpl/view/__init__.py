@@ -33,13 +33,17 @@ def render_parts(source, form: str, highlight: str | None = None, max_rows: int 
         return
     window = collect(source, highlight, max_rows)
     drawn = placed(window)
-    from . import dot
-    if form == "html":
+    if form in ("svg", "html"):  # our own SVG: no graphviz at all
+        from . import svg
+        picture = svg.render(drawn)
+        if form == "svg":
+            yield picture
+            return
         from .html import page
-        svg = dot.render(drawn, "svg").decode("utf-8")
         schema = source.schema(predicates)  # the whole trace's, read: not the kept slice's
-        yield page(window, drawn, svg, predicates, schema).encode("utf-8")
+        yield page(window, drawn, picture.decode("utf-8"), predicates, schema).encode("utf-8")
     else:
+        from . import dot
         yield dot.render(drawn, form)
 
 

@@ -1,0 +1,495 @@
+"""Where every mark of an MSC goes: shapes, lines and text in one coordinate system.
+
+A ``Layout`` says which lane and row each event has; a ``Scene`` says where,
+in points with y growing downward, each thing is drawn, and it is what both
+writers read (``svg``: our own SVG, no graphviz; ``dot``: graphviz pinned, for
+PNG and PDF).  All text placement is decided here, on estimated widths
+(``width``): a label is wrapped to fit between two lifelines, never cut, and
+put where it covers neither other text nor an arrow other than its own; where
+no such spot exists, the rows around it are pulled apart and the labels are
+placed again (``_rows``), so rows are as tall as what they hold needs, and
+time still runs downward with every arrow slanting down.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from .layout import Layout
+
+COLUMN = 200.0  # points between lifelines
+ROW = 30.0  # the least height of a row
+MARGIN = 20.0
+LEFT = MARGIN + 96  # lane 0's x: room for half a lifeline's head
+FONT = "Helvetica"
+CHAR = 0.58  # a character's advance in ems: Helvetica's average, a little generous
+LEADING = 1.25  # a line of text takes its size × this
+PAD = 3.0  # the least room between a label and anything else
+TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
+INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
+LABEL = 9.0  # label text size
+HEAD_LINES = 3  # a lifeline's name takes at most this many lines in its head
+PASSES = 20  # times the rows may be pulled apart to make room for labels
+
+
+def width(text: str, size: float) -> float:
+    """The estimated width of one line of ``text`` at ``size`` points."""
+    return CHAR * size * len(text)
+
+
+def line_height(size: float) -> float:
+    return LEADING * size
+
+
+@attrs.frozen
+class Box:
+    left: float
+    top: float
+    right: float
+    bottom: float
+
+    def meets(self, other: "Box", gap: float = PAD) -> bool:
+        return (self.left < other.right + gap and other.left < self.right + gap
+                and self.top < other.bottom + gap and other.top < self.bottom + gap)
+
+
+@attrs.frozen
+class Text:
+    """Lines of text whose box is ``box``; ``anchor`` is how each line sits on ``x``."""
+    x: float
+    box: Box
+    lines: tuple[str, ...]
+    size: float = LABEL
+    colour: str = INK
+    anchor: str = "start"  # start | middle | end
+    bold: bool = False
+
+    def baselines(self) -> list[float]:
+        step = line_height(self.size)
+        return [self.box.top + step * n + self.size * 0.95 for n in range(len(self.lines))]
+
+
+@attrs.frozen
+class Line:
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    colour: str = INK
+    width: float = 1.0
+    dashed: bool = False
+    head: bool = False  # an arrowhead at (x1, y1)
+
+
+@attrs.frozen
+class Shape:
+    kind: str  # circle | diamond | box | rounded
+    cx: float
+    cy: float
+    w: float
+    h: float
+    fill: str | None = None
+    stroke: str = INK
+    pen: float = 1.0
+
+
+@attrs.frozen
+class Group:
+    """Marks drawn together under one id (the viewer finds them by it)."""
+    id: str
+    cls: str
+    items: tuple
+
+
+@attrs.frozen
+class Scene:
+    width: float
+    height: float
+    groups: tuple[Group, ...]
+    title: str = ""
+
+
+def wrap(text: str, size: float, room: float, most: int | None = None) -> list[str]:
+    """``text`` in lines of at most ``room`` points, broken after spaces, else after
+    punctuation or operators, else anywhere; with ``most``, the last line kept ends in …"""
+    limit = max(6, int(room / (CHAR * size)))
+    pieces = []
+    for word in re.findall(r"\S+\s*|\s+", text):
+        while len(word) > limit:
+            cut = max((m.end() for m in re.finditer(r"[,;(&|=<>!)\]}]+", word[:limit])),
+                      default=limit)
+            pieces.append(word[:cut])
+            word = word[cut:]
+        pieces.append(word)
+    lines, line = [], ""
+    for piece in pieces:
+        if line and len(line) + len(piece.rstrip()) > limit:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    if most is not None and len(lines) > most:
+        lines = lines[:most]
+        lines[-1] = lines[-1][:limit - 1] + "…"
+    return lines
+
+
+def _lane_x(lane: int) -> float:
+    return LEFT + lane * COLUMN
+
+
+def _ink(flag: bool | None, colour: str = INK) -> str:
+    return GREY if flag is False else colour
+
+
+def _text_box(lines, size: float, x: float, y: float, anchor: str) -> Box:
+    """The box of ``lines`` whose middle is at height ``y``, sitting on ``x`` as ``anchor``."""
+    w = max((width(line, size) for line in lines), default=0.0)
+    h = line_height(size) * len(lines)
+    left = {"start": x, "end": x - w}.get(anchor, x - w / 2)
+    return Box(left, y - h / 2, left + w, y + h / 2)
+
+
+def _crosses(box: Box, line: tuple, pad: float = PAD) -> bool:
+    """Whether the segment ``line`` (x0, y0, x1, y1) passes within ``pad`` of ``box``."""
+    x0, y0, x1, y1 = line
+    low, high = 0.0, 1.0
+    for start, delta, lo, hi in ((x0, x1 - x0, box.left - pad, box.right + pad),
+                                 (y0, y1 - y0, box.top - pad, box.bottom + pad)):
+        if delta == 0:
+            if not lo <= start <= hi:
+                return False
+            continue
+        a, b = (lo - start) / delta, (hi - start) / delta
+        low, high = max(low, min(a, b)), min(high, max(a, b))
+        if low > high:
+            return False
+    return True
+
+
+class _Grid:
+    """Text boxes and arrow segments filed by the cells of a grid they touch, so a spot
+    is checked against its neighbours only (a whole trace has thousands of labels)."""
+    CELL = 64.0
+
+    def __init__(self):
+        self.cells: dict[tuple[int, int], list] = {}
+
+    def _keys(self, left, top, right, bottom):
+        c = self.CELL
+        for i in range(int(left // c), int(right // c) + 1):
+            for j in range(int(top // c), int(bottom // c) + 1):
+                yield i, j
+
+    def add(self, thing, left, top, right, bottom) -> None:
+        for key in self._keys(left, top, right, bottom):
+            self.cells.setdefault(key, []).append(thing)
+
+    def near(self, box: Box):
+        seen = set()
+        for key in self._keys(box.left - PAD, box.top - PAD, box.right + PAD, box.bottom + PAD):
+            for thing in self.cells.get(key, ()):
+                if id(thing) not in seen:
+                    seen.add(id(thing))
+                    yield thing
+
+
+class _Taken:
+    """What a label must keep clear of: placed text, and arrows other than its own."""
+
+    def __init__(self, arrows: list[tuple]):
+        self.grid = _Grid()
+        for number, line in enumerate(arrows):
+            if line is not None:
+                x0, y0, x1, y1 = line
+                self.grid.add(("arrow", number, line), min(x0, x1), min(y0, y1),
+                              max(x0, x1), max(y0, y1))
+
+    def add(self, box: Box) -> None:
+        self.grid.add(("text", box), box.left, box.top, box.right, box.bottom)
+
+    def cost(self, box: Box, own: int | None = None) -> float:
+        """0 when ``box`` is free; else how much it covers (text area, and arrows)."""
+        found = 0.0
+        for thing in self.grid.near(box):
+            if thing[0] == "text" and box.meets(thing[1]):
+                o = thing[1]
+                found += 1 + max(0.0, min(box.right, o.right) - max(box.left, o.left)) * \
+                    max(0.0, min(box.bottom, o.bottom) - max(box.top, o.top))
+            elif thing[0] == "arrow" and thing[1] != own and _crosses(box, thing[2]):
+                found += 50
+        return found
+
+
+class _Rows:
+    """The height of each row: ``y(row)`` for a row number, fractions between rows."""
+
+    def __init__(self, first: float, gaps: list[float]):
+        self.ys = [first]
+        for gap in gaps:
+            self.ys.append(self.ys[-1] + gap)
+
+    def y(self, row: float) -> float:
+        whole = int(row)
+        if whole + 1 < len(self.ys):
+            return self.ys[whole] + (row - whole) * (self.ys[whole + 1] - self.ys[whole])
+        return self.ys[-1] + (row - len(self.ys) + 1) * ROW
+
+
+def scene(layout: Layout) -> Scene:
+    """Every mark of ``layout``, placed."""
+    lanes = len(layout.lifelines)
+    heads = [wrap(name, 10, COLUMN - 30, HEAD_LINES) for name in layout.lifelines]
+    head_h = max((len(h) for h in heads), default=1) * line_height(10) + 8
+    title = [layout.title] if layout.title else []
+    top = MARGIN + (18 if title else 0) + (14 if layout.skipped_before else 0)
+    head_y = top + head_h / 2
+    dot_lines = {n: _dot_lines(dot) for n, dot in enumerate(layout.dots)}
+    arrow_lines = [_arrow_text(a) for a in layout.arrows]
+    rows = layout.rows
+    need = [0.0] * (rows + 3)  # the half height the labels of each row need
+    for n, dot in enumerate(layout.dots):
+        if dot_lines[n]:
+            need[dot.row] = max(need[dot.row], line_height(LABEL) * len(dot_lines[n]) / 2)
+    extra = [0.0] * (rows + 3)
+    for _ in range(PASSES):
+        gaps = [head_h / 2 + ROW * 0.9 + extra[1]] + [
+            max(ROW, need[r - 1] + need[r] + 2 * PAD) + extra[r] for r in range(2, rows + 3)]
+        placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines, arrow_lines,
+                        final=False)
+        if not placed[1]:
+            break
+        for row, amount in placed[1]:
+            extra[max(1, min(row, rows + 2))] += amount
+    else:
+        placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines, arrow_lines,
+                        final=True)
+    return placed[0]
+
+
+def _dot_lines(dot) -> list[str]:
+    """An event's label: its text, and a choice's whole guard under it."""
+    lines = wrap(dot.text, LABEL, COLUMN - 30) if dot.text else []
+    if dot.kind == "choice" and dot.guard:
+        lines += wrap(dot.guard, LABEL, COLUMN - 30)
+    return lines
+
+
+def _arrow_text(arrow) -> str:
+    return arrow.text + (" (in transit)" if arrow.in_transit else "")
+
+
+def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, final: bool):
+    """The scene at these row heights, and the rows to pull apart for labels that found no
+    free spot (unless ``final``: then each takes its least covered spot)."""
+    lanes = len(layout.lifelines)
+    bottom = layout.rows + 1.5
+    y_bottom = rows.y(bottom)
+    groups: list[Group] = []
+    texts: list[Group] = []
+    crowded: list[tuple[int, float]] = []  # (row, points to add to the gap above it)
+    if layout.title:
+        groups.append(Group("title", "title", (Text(
+            MARGIN, _text_box([layout.title], 11, MARGIN, MARGIN + 7, "start"),
+            (layout.title,), 11, INK),)))
+    notes = []
+    if layout.skipped_before:
+        notes.append(("above", rows.y(0) - head_h / 2 - 9,
+                      f"⋮ {layout.skipped_before} earlier events not shown"))
+    if layout.skipped_after:
+        notes.append(("below", y_bottom + 12, f"⋮ {layout.skipped_after} later events not shown"))
+    if layout.highlight is not None:
+        notes.append(("legend", y_bottom + (26 if layout.skipped_after else 14),
+                      "black: the highlighted event's causal past · orange ring: the latest "
+                      "event of each lifeline it saw · grey: not visible to it"))
+    for name, y, text in notes:
+        groups.append(Group(f"note-{name}", "note", (Text(
+            MARGIN, _text_box([text], LABEL, MARGIN, y, "start"), (text,), LABEL, "#616161"),)))
+    for lane, lines in enumerate(heads):
+        x, y = _lane_x(lane), rows.y(0)
+        w = max(width(line, 10) for line in lines) + 16
+        groups.append(Group(f"line-{lane}", "edge", (Line(
+            x, y + head_h / 2, x, y_bottom, "#b0bec5", 1.2),)))
+        groups.append(Group(f"lifeline-{lane}", "node", (
+            Shape("rounded", x, y, w, head_h, "#eceff1", "#90a4ae"),
+            Text(x, _text_box(lines, 10, x, y, "middle"), tuple(lines), 10, INK, "middle"))))
+    # arrows: from the edge of the send's dot to the edge of the receive's
+    segments: list[tuple | None] = []
+    arrow_rows: list[tuple[float, float]] = []
+    for arrow in layout.arrows:
+        x0, x1 = _lane_x(arrow.sender_lane), _lane_x(arrow.receiver_lane)
+        y0 = rows.y(layout.dots[arrow.send].row if arrow.send is not None else 0.6)
+        y1 = rows.y(layout.dots[arrow.recv].row if arrow.recv is not None else layout.rows + 1.2)
+        segments.append((x0, y0, x1, y1))
+        arrow_rows.append((layout.dots[arrow.send].row if arrow.send is not None else 0.6,
+                           layout.dots[arrow.recv].row if arrow.recv is not None
+                           else layout.rows + 1.2))
+    taken = _Taken([s if s[0] != s[2] else None for s in segments])
+    for lane, lines in enumerate(heads):
+        taken.add(_text_box(lines, 10, _lane_x(lane), rows.y(0), "middle"))
+    for group in groups:
+        for item in group.items:
+            if isinstance(item, Text):
+                taken.add(item.box)
+    ends = []
+    for end in layout.ends:
+        text = f"✕ {end.text}"
+        box = _text_box([text], 10, _lane_x(end.lane), rows.y(end.row), "middle")
+        taken.add(box)
+        ends.append(Group(f"end-{end.lane}", "node", (
+            Text(_lane_x(end.lane), box, (text,), 10, FALSE, "middle"),)))
+    for number, arrow in enumerate(layout.arrows):
+        groups.append(_arrow_group(number, arrow, segments[number], layout))
+    for dot in layout.dots:
+        groups.extend(_dot_groups(dot, layout, _lane_x(dot.lane), rows.y(dot.row)))
+    later = []  # right of its dot first for every event; left of it only where that is taken
+    for first in (True, False):
+        for n, dot in (enumerate(layout.dots) if first else later):
+            lines = dot_lines[n]
+            if not lines:
+                continue
+            x, y = _lane_x(dot.lane), rows.y(dot.row)
+            spots = [_text_box(lines, LABEL, x + 12, y, "start")]
+            if dot.lane > 0:
+                spots.append(_text_box(lines, LABEL, x - 12, y, "end"))
+            box = _choose(spots[:1] if first else spots, taken, None, final and not first)
+            if box is None and first:
+                later.append((n, dot))
+                continue
+            if box is None:
+                crowded.extend(_room(spots[0], dot.row, taken, segments, arrow_rows))
+                box = spots[0]
+            taken.add(box)
+            texts.append(Group(f"label-{dot.index}", "node", (Text(
+                box.left, box, tuple(lines), LABEL, _ink(dot.past, "#37474f")),)))
+    for number, arrow in enumerate(layout.arrows):
+        x0, y0, x1, y1 = segments[number]
+        if x0 == x1:
+            continue
+        spots = _arrow_spots(segments[number], arrow_lines[number])
+        chosen = _choose([box for box, _ in spots], taken, number, final)
+        box, lines = next((spot for spot in spots if spot[0] is chosen), spots[0])
+        if chosen is None:
+            send = layout.dots[arrow.send].row if arrow.send is not None else 1
+            recv = layout.dots[arrow.recv].row if arrow.recv is not None else layout.rows + 1
+            crowded.extend((row, 16.0) for row in {send + 1, recv})
+        taken.add(box)
+        ink = _ink(arrow.past)
+        texts.append(Group(f"msglabel-{number}", "node", (Text(
+            (box.left + box.right) / 2, box, tuple(lines), LABEL, ink, "middle"),)))
+    groups.extend(texts)
+    groups.extend(ends)
+    right = max([_lane_x(lanes - 1) + COLUMN / 2 if lanes else MARGIN * 2]
+                + [item.box.right + MARGIN for g in groups for item in g.items
+                   if isinstance(item, Text)])
+    height = max([y_bottom + MARGIN + 6] + [item.box.bottom + MARGIN for g in groups
+                                             for item in g.items if isinstance(item, Text)])
+    return Scene(right, height, tuple(groups), layout.title), crowded
+
+
+def _room(box: Box, row: int, taken: _Taken, segments, arrow_rows) -> list[tuple[int, float]]:
+    """How to pull rows apart so that the arrows crossing an event's label at ``box`` (on
+    ``row``) pass by it: lengthening the rows between an arrow's send and the label moves
+    the label down faster than the arrow (it passes above), lengthening those between the
+    label and the receive moves the arrow down (it passes below) — whichever needs less."""
+    ways = []  # per crossing arrow: (points to pass above, points to pass below)
+    for thing in taken.grid.near(box):
+        if thing[0] != "arrow" or not _crosses(box, thing[2]):
+            continue
+        x0, y0, x1, y1 = thing[2]
+        start, end = arrow_rows[thing[1]]
+        near, far = sorted(min(1.0, max(0.0, (x - x0) / (x1 - x0))) for x in (box.left, box.right))
+        at = lambda f: y0 + f * (y1 - y0)  # noqa: E731
+        ways.append(((at(far) - box.top + 2 * PAD) / (1 - far) if start < row and far < 1 else None,
+                     (box.bottom + 2 * PAD - at(near)) / near if end > row and near > 0 else None))
+    if not ways:
+        return [(row, 12.0), (row + 1, 12.0)]
+    options = [(max(way[side] for way in ways), row + side) for side in (0, 1)
+               if all(way[side] is not None for way in ways)]
+    options = [min(options)] if options else [  # no one way clears them all: each its own
+        min((a, row + side) for side, a in enumerate(way) if a is not None)
+        for way in ways if way != (None, None)]
+    return [(grow, min(max(amount, 4.0), 20000.0)) for amount, grow in options]
+
+
+def _choose(spots: list[Box], taken: _Taken, own: int | None, final: bool) -> Box | None:
+    costs = []
+    for box in spots:
+        cost = taken.cost(box, own)
+        if cost == 0:
+            return box
+        costs.append(cost)
+    return spots[costs.index(min(costs))] if final else None
+
+
+def _arrow_spots(segment: tuple, text: str) -> list[tuple[Box, list[str]]]:
+    """Where a message's label may sit, and its lines there: by its arrow inside one gap
+    between lifelines — the gaps' middles from the sender on, then nearer the receiver,
+    then nearer the sender — above the arrow, else below it; wrapped to the gap, else to
+    half of it (beside where another arrow crosses this one)."""
+    x0, y0, x1, y1 = segment
+    spots = []
+    for room in (COLUMN - 28, (COLUMN - 28) / 2):
+        lines = wrap(text, LABEL, room)
+        w = max(width(line, LABEL) for line in lines)
+        h = line_height(LABEL) * len(lines)
+        slack = max(0.0, COLUMN / 2 - w / 2 - 12)
+        step = COLUMN if x1 > x0 else -COLUMN
+        ahead = slack if x1 > x0 else -slack
+        middles = [x0 + step * (gap + 0.5) for gap in range(round(abs(x1 - x0) / COLUMN))]
+        xs = [m + ahead * k for k in (0, 1, -1, 0.5, -0.5) for m in middles]
+        for above in (True, False):
+            for x in xs:
+                left, right = x - w / 2, x + w / 2
+                at = [y0 + (y1 - y0) * (e - x0) / (x1 - x0) for e in (left, right)]
+                if above:
+                    box = Box(left, min(at) - PAD - 1 - h, right, min(at) - PAD - 1)
+                else:
+                    box = Box(left, max(at) + PAD + 1, right, max(at) + PAD + 1 + h)
+                spots.append((box, lines))
+    return spots
+
+
+def _arrow_group(number: int, arrow, segment: tuple, layout: Layout) -> Group:
+    x0, y0, x1, y1 = segment
+    if arrow.send is not None:
+        x0, y0 = _clip(x0, y0, x1, y1, _radius(layout.dots[arrow.send]))
+    if arrow.recv is not None:
+        x1, y1 = _clip(x1, y1, x0, y0, _radius(layout.dots[arrow.recv]))
+    colour = FALSE if arrow.in_transit and arrow.past is not False else _ink(arrow.past)
+    return Group(f"msg-{number}", "edge", (Line(
+        x0, y0, x1, y1, colour, 1.0, arrow.in_transit or arrow.recv is None, True),))
+
+
+def _radius(dot) -> float:
+    return {"choice": 9.4, "fold": 5.8}.get(dot.kind, 4.7)
+
+
+def _clip(x: float, y: float, towards_x: float, towards_y: float, by: float):
+    """(x, y) moved ``by`` points along the line to (towards_x, towards_y)."""
+    dx, dy = towards_x - x, towards_y - y
+    length = (dx * dx + dy * dy) ** 0.5 or 1.0
+    by = min(by, length / 3)
+    return x + dx * by / length, y + dy * by / length
+
+
+def _dot_groups(dot, layout: Layout, x: float, y: float) -> list[Group]:
+    focus = layout.highlight == dot.index
+    ink = _ink(dot.past)
+    if dot.kind == "choice":
+        fill = _ink(dot.past, {True: TRUE, False: FALSE}.get(dot.outcome, UNDECIDED))
+        shape = Shape("diamond", x, y, 18.7, 18.7, fill, FOCUS if focus else fill,
+                      3 if focus else 1)
+    elif dot.kind == "fold":
+        shape = Shape("box", x, y, 11.5, 11.5, "white", ink)
+    else:
+        size = 14.4 if focus else 9.4
+        shape = Shape("circle", x, y, size, size, FOCUS if focus else ink, FOCUS if focus else ink)
+    found = [Group(f"ev-{dot.index}", "node", (shape,))]
+    if dot.frontier:
+        found.append(Group(f"seen-{dot.index}", "node", (
+            Shape("circle", x, y, 24.5, 24.5, None, FRONTIER, 2),)))
+    return found
