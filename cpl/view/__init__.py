@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from .dot import NEEDS_DOT, NeedsDot
 from .layout import MAX_ROWS, layout, placed
 from .window import NoSuchEvent, collect
 
@@ -63,5 +64,5 @@ def format_of(path: str) -> str | None:
     return _SUFFIXES.get(path.rsplit(".", 1)[-1].lower()) if "." in path else None
 
 
-__all__ = ["FORMATS", "MAX_ROWS", "NoSuchEvent", "format_of", "layout", "render",
+__all__ = ["FORMATS", "MAX_ROWS", "NEEDS_DOT", "NeedsDot", "NoSuchEvent", "format_of", "layout", "render",
            "render_parts"]

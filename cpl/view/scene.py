@@ -13,10 +13,9 @@ time still runs downward with every arrow slanting down.
 
 from __future__ import annotations
 
-import re
-
 import attrs
 
+from .labels import PAD, Box, Taken, crosses, line_height, text_box, width, wrap
 from .layout import Layout
 
 COLUMN = 200.0  # points between lifelines
@@ -24,35 +23,11 @@ ROW = 30.0  # the least height of a row
 MARGIN = 20.0
 LEFT = MARGIN + 96  # lane 0's x: room for half a lifeline's head
 FONT = "Helvetica"
-CHAR = 0.58  # a character's advance in ems: Helvetica's average, a little generous
-LEADING = 1.25  # a line of text takes its size × this
-PAD = 3.0  # the least room between a label and anything else
 TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
 INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
 LABEL = 9.0  # label text size
 HEAD_LINES = 3  # a lifeline's name takes at most this many lines in its head
 PASSES = 20  # times the rows may be pulled apart to make room for labels
-
-
-def width(text: str, size: float) -> float:
-    """The estimated width of one line of ``text`` at ``size`` points."""
-    return CHAR * size * len(text)
-
-
-def line_height(size: float) -> float:
-    return LEADING * size
-
-
-@attrs.frozen
-class Box:
-    left: float
-    top: float
-    right: float
-    bottom: float
-
-    def meets(self, other: "Box", gap: float = PAD) -> bool:
-        return (self.left < other.right + gap and other.left < self.right + gap
-                and self.top < other.bottom + gap and other.top < self.bottom + gap)
 
 
 @attrs.frozen
@@ -111,117 +86,12 @@ class Scene:
     title: str = ""
 
 
-def wrap(text: str, size: float, room: float, most: int | None = None) -> list[str]:
-    """``text`` in lines of at most ``room`` points, broken after spaces, else after
-    punctuation or operators, else anywhere; with ``most``, the last line kept ends in …"""
-    limit = max(6, int(room / (CHAR * size)))
-    pieces = []
-    for word in re.findall(r"\S+\s*|\s+", text):
-        while len(word) > limit:
-            cut = max((m.end() for m in re.finditer(r"[,;(&|=<>!)\]}]+", word[:limit])),
-                      default=limit)
-            pieces.append(word[:cut])
-            word = word[cut:]
-        pieces.append(word)
-    lines, line = [], ""
-    for piece in pieces:
-        if line and len(line) + len(piece.rstrip()) > limit:
-            lines.append(line.rstrip())
-            line = ""
-        line += piece
-    if line.strip() or not lines:
-        lines.append(line.rstrip())
-    if most is not None and len(lines) > most:
-        lines = lines[:most]
-        lines[-1] = lines[-1][:limit - 1] + "…"
-    return lines
-
-
 def _lane_x(lane: int) -> float:
     return LEFT + lane * COLUMN
 
 
 def _ink(flag: bool | None, colour: str = INK) -> str:
     return GREY if flag is False else colour
-
-
-def _text_box(lines, size: float, x: float, y: float, anchor: str) -> Box:
-    """The box of ``lines`` whose middle is at height ``y``, sitting on ``x`` as ``anchor``."""
-    w = max((width(line, size) for line in lines), default=0.0)
-    h = line_height(size) * len(lines)
-    left = {"start": x, "end": x - w}.get(anchor, x - w / 2)
-    return Box(left, y - h / 2, left + w, y + h / 2)
-
-
-def _crosses(box: Box, line: tuple, pad: float = PAD) -> bool:
-    """Whether the segment ``line`` (x0, y0, x1, y1) passes within ``pad`` of ``box``."""
-    x0, y0, x1, y1 = line
-    low, high = 0.0, 1.0
-    for start, delta, lo, hi in ((x0, x1 - x0, box.left - pad, box.right + pad),
-                                 (y0, y1 - y0, box.top - pad, box.bottom + pad)):
-        if delta == 0:
-            if not lo <= start <= hi:
-                return False
-            continue
-        a, b = (lo - start) / delta, (hi - start) / delta
-        low, high = max(low, min(a, b)), min(high, max(a, b))
-        if low > high:
-            return False
-    return True
-
-
-class _Grid:
-    """Text boxes and arrow segments filed by the cells of a grid they touch, so a spot
-    is checked against its neighbours only (a whole trace has thousands of labels)."""
-    CELL = 64.0
-
-    def __init__(self):
-        self.cells: dict[tuple[int, int], list] = {}
-
-    def _keys(self, left, top, right, bottom):
-        c = self.CELL
-        for i in range(int(left // c), int(right // c) + 1):
-            for j in range(int(top // c), int(bottom // c) + 1):
-                yield i, j
-
-    def add(self, thing, left, top, right, bottom) -> None:
-        for key in self._keys(left, top, right, bottom):
-            self.cells.setdefault(key, []).append(thing)
-
-    def near(self, box: Box):
-        seen = set()
-        for key in self._keys(box.left - PAD, box.top - PAD, box.right + PAD, box.bottom + PAD):
-            for thing in self.cells.get(key, ()):
-                if id(thing) not in seen:
-                    seen.add(id(thing))
-                    yield thing
-
-
-class _Taken:
-    """What a label must keep clear of: placed text, and arrows other than its own."""
-
-    def __init__(self, arrows: list[tuple]):
-        self.grid = _Grid()
-        for number, line in enumerate(arrows):
-            if line is not None:
-                x0, y0, x1, y1 = line
-                self.grid.add(("arrow", number, line), min(x0, x1), min(y0, y1),
-                              max(x0, x1), max(y0, y1))
-
-    def add(self, box: Box) -> None:
-        self.grid.add(("text", box), box.left, box.top, box.right, box.bottom)
-
-    def cost(self, box: Box, own: int | None = None) -> float:
-        """0 when ``box`` is free; else how much it covers (text area, and arrows)."""
-        found = 0.0
-        for thing in self.grid.near(box):
-            if thing[0] == "text" and box.meets(thing[1]):
-                o = thing[1]
-                found += 1 + max(0.0, min(box.right, o.right) - max(box.left, o.left)) * \
-                    max(0.0, min(box.bottom, o.bottom) - max(box.top, o.top))
-            elif thing[0] == "arrow" and thing[1] != own and _crosses(box, thing[2]):
-                found += 50
-        return found
 
 
 class _Rows:
@@ -293,7 +163,7 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     crowded: list[tuple[int, float]] = []  # (row, points to add to the gap above it)
     if layout.title:
         groups.append(Group("title", "title", (Text(
-            MARGIN, _text_box([layout.title], 11, MARGIN, MARGIN + 7, "start"),
+            MARGIN, text_box([layout.title], 11, MARGIN, MARGIN + 7, "start"),
             (layout.title,), 11, INK),)))
     notes = []
     if layout.skipped_before:
@@ -307,7 +177,7 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
                       "event of each lifeline it saw · grey: not visible to it"))
     for name, y, text in notes:
         groups.append(Group(f"note-{name}", "note", (Text(
-            MARGIN, _text_box([text], LABEL, MARGIN, y, "start"), (text,), LABEL, "#616161"),)))
+            MARGIN, text_box([text], LABEL, MARGIN, y, "start"), (text,), LABEL, "#616161"),)))
     for lane, lines in enumerate(heads):
         x, y = _lane_x(lane), rows.y(0)
         w = max(width(line, 10) for line in lines) + 16
@@ -315,7 +185,7 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
             x, y + head_h / 2, x, y_bottom, "#b0bec5", 1.2),)))
         groups.append(Group(f"lifeline-{lane}", "node", (
             Shape("rounded", x, y, w, head_h, "#eceff1", "#90a4ae"),
-            Text(x, _text_box(lines, 10, x, y, "middle"), tuple(lines), 10, INK, "middle"))))
+            Text(x, text_box(lines, 10, x, y, "middle"), tuple(lines), 10, INK, "middle"))))
     # arrows: from the edge of the send's dot to the edge of the receive's
     segments: list[tuple | None] = []
     arrow_rows: list[tuple[float, float]] = []
@@ -327,9 +197,9 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
         arrow_rows.append((layout.dots[arrow.send].row if arrow.send is not None else 0.6,
                            layout.dots[arrow.recv].row if arrow.recv is not None
                            else layout.rows + 1.2))
-    taken = _Taken([s if s[0] != s[2] else None for s in segments])
+    taken = Taken([s if s[0] != s[2] else None for s in segments])
     for lane, lines in enumerate(heads):
-        taken.add(_text_box(lines, 10, _lane_x(lane), rows.y(0), "middle"))
+        taken.add(text_box(lines, 10, _lane_x(lane), rows.y(0), "middle"))
     for group in groups:
         for item in group.items:
             if isinstance(item, Text):
@@ -337,7 +207,7 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     ends = []
     for end in layout.ends:
         text = f"✕ {end.text}"
-        box = _text_box([text], 10, _lane_x(end.lane), rows.y(end.row), "middle")
+        box = text_box([text], 10, _lane_x(end.lane), rows.y(end.row), "middle")
         taken.add(box)
         ends.append(Group(f"end-{end.lane}", "node", (
             Text(_lane_x(end.lane), box, (text,), 10, FALSE, "middle"),)))
@@ -352,9 +222,9 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
             if not lines:
                 continue
             x, y = _lane_x(dot.lane), rows.y(dot.row)
-            spots = [_text_box(lines, LABEL, x + 12, y, "start")]
+            spots = [text_box(lines, LABEL, x + 12, y, "start")]
             if dot.lane > 0:
-                spots.append(_text_box(lines, LABEL, x - 12, y, "end"))
+                spots.append(text_box(lines, LABEL, x - 12, y, "end"))
             box = _choose(spots[:1] if first else spots, taken, None, final and not first)
             if box is None and first:
                 later.append((n, dot))
@@ -390,14 +260,14 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     return Scene(right, height, tuple(groups), layout.title), crowded
 
 
-def _room(box: Box, row: int, taken: _Taken, segments, arrow_rows) -> list[tuple[int, float]]:
+def _room(box: Box, row: int, taken: Taken, segments, arrow_rows) -> list[tuple[int, float]]:
     """How to pull rows apart so that the arrows crossing an event's label at ``box`` (on
     ``row``) pass by it: lengthening the rows between an arrow's send and the label moves
     the label down faster than the arrow (it passes above), lengthening those between the
     label and the receive moves the arrow down (it passes below) — whichever needs less."""
     ways = []  # per crossing arrow: (points to pass above, points to pass below)
     for thing in taken.grid.near(box):
-        if thing[0] != "arrow" or not _crosses(box, thing[2]):
+        if thing[0] != "arrow" or not crosses(box, thing[2]):
             continue
         x0, y0, x1, y1 = thing[2]
         start, end = arrow_rows[thing[1]]
@@ -415,7 +285,7 @@ def _room(box: Box, row: int, taken: _Taken, segments, arrow_rows) -> list[tuple
     return [(grow, min(max(amount, 4.0), 20000.0)) for amount, grow in options]
 
 
-def _choose(spots: list[Box], taken: _Taken, own: int | None, final: bool) -> Box | None:
+def _choose(spots: list[Box], taken: Taken, own: int | None, final: bool) -> Box | None:
     costs = []
     for box in spots:
         cost = taken.cost(box, own)

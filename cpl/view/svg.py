@@ -24,7 +24,7 @@ def _n(value: float) -> str:
 
 
 def _text(item: Text) -> str:
-    anchor = "" if item.anchor == "start" else f' text-anchor="{item.anchor}"'
+    anchor = f' text-anchor="{item.anchor}"'
     weight = ' font-weight="bold"' if item.bold else ""
     return "".join(
         f'<text x="{_n(item.x)}" y="{_n(y)}" font-size="{_n(item.size)}" fill="{item.colour}"'

@@ -1,0 +1,142 @@
+"""Text on a picture: its estimated size, wrapping it, and free spots for labels.
+
+Widths are estimated, not measured (no font is read): ``CHAR`` ems a character,
+Helvetica's average and a little generous, so text placed by the estimate
+clears what it must in the fonts a browser or graphviz picks for Helvetica.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+CHAR = 0.58  # a character's advance in ems: Helvetica's average, a little generous
+LEADING = 1.25  # a line of text takes its size × this
+PAD = 3.0  # the least room between a label and anything else
+
+
+def width(text: str, size: float) -> float:
+    """The estimated width of one line of ``text`` at ``size`` points."""
+    return CHAR * size * len(text)
+
+
+def line_height(size: float) -> float:
+    return LEADING * size
+
+
+@attrs.frozen
+class Box:
+    left: float
+    top: float
+    right: float
+    bottom: float
+
+    def meets(self, other: "Box", gap: float = PAD) -> bool:
+        return (self.left < other.right + gap and other.left < self.right + gap
+                and self.top < other.bottom + gap and other.top < self.bottom + gap)
+
+
+def wrap(text: str, size: float, room: float, most: int | None = None) -> list[str]:
+    """``text`` in lines of at most ``room`` points, broken after spaces, else after
+    punctuation or operators, else anywhere; with ``most``, the last line kept ends in …"""
+    limit = max(6, int(room / (CHAR * size)))
+    pieces = []
+    for word in re.findall(r"\S+\s*|\s+", text):
+        while len(word) > limit:
+            cut = max((m.end() for m in re.finditer(r"[,;(&|=<>!)\]}]+", word[:limit])),
+                      default=limit)
+            pieces.append(word[:cut])
+            word = word[cut:]
+        pieces.append(word)
+    lines, line = [], ""
+    for piece in pieces:
+        if line and len(line) + len(piece.rstrip()) > limit:
+            lines.append(line.rstrip())
+            line = ""
+        line += piece
+    if line.strip() or not lines:
+        lines.append(line.rstrip())
+    if most is not None and len(lines) > most:
+        lines = lines[:most]
+        lines[-1] = lines[-1][:limit - 1] + "…"
+    return lines
+
+
+def text_box(lines, size: float, x: float, y: float, anchor: str) -> Box:
+    """The box of ``lines`` whose middle is at height ``y``, sitting on ``x`` as ``anchor``."""
+    w = max((width(line, size) for line in lines), default=0.0)
+    h = line_height(size) * len(lines)
+    left = {"start": x, "end": x - w}.get(anchor, x - w / 2)
+    return Box(left, y - h / 2, left + w, y + h / 2)
+
+
+def crosses(box: Box, line: tuple, pad: float = PAD) -> bool:
+    """Whether the segment ``line`` (x0, y0, x1, y1) passes within ``pad`` of ``box``."""
+    x0, y0, x1, y1 = line
+    low, high = 0.0, 1.0
+    for start, delta, lo, hi in ((x0, x1 - x0, box.left - pad, box.right + pad),
+                                 (y0, y1 - y0, box.top - pad, box.bottom + pad)):
+        if delta == 0:
+            if not lo <= start <= hi:
+                return False
+            continue
+        a, b = (lo - start) / delta, (hi - start) / delta
+        low, high = max(low, min(a, b)), min(high, max(a, b))
+        if low > high:
+            return False
+    return True
+
+
+class Grid:
+    """Text boxes and arrow segments filed by the cells of a grid they touch, so a spot
+    is checked against its neighbours only (a whole trace has thousands of labels)."""
+    CELL = 64.0
+
+    def __init__(self):
+        self.cells: dict[tuple[int, int], list] = {}
+
+    def _keys(self, left, top, right, bottom):
+        c = self.CELL
+        for i in range(int(left // c), int(right // c) + 1):
+            for j in range(int(top // c), int(bottom // c) + 1):
+                yield i, j
+
+    def add(self, thing, left, top, right, bottom) -> None:
+        for key in self._keys(left, top, right, bottom):
+            self.cells.setdefault(key, []).append(thing)
+
+    def near(self, box: Box):
+        seen = set()
+        for key in self._keys(box.left - PAD, box.top - PAD, box.right + PAD, box.bottom + PAD):
+            for thing in self.cells.get(key, ()):
+                if id(thing) not in seen:
+                    seen.add(id(thing))
+                    yield thing
+
+
+class Taken:
+    """What a label must keep clear of: placed text, and arrows other than its own."""
+
+    def __init__(self, arrows: list[tuple]):
+        self.grid = Grid()
+        for number, line in enumerate(arrows):
+            if line is not None:
+                x0, y0, x1, y1 = line
+                self.grid.add(("arrow", number, line), min(x0, x1), min(y0, y1),
+                              max(x0, x1), max(y0, y1))
+
+    def add(self, box: Box) -> None:
+        self.grid.add(("text", box), box.left, box.top, box.right, box.bottom)
+
+    def cost(self, box: Box, own: int | None = None) -> float:
+        """0 when ``box`` is free; else how much it covers (text area, and arrows)."""
+        found = 0.0
+        for thing in self.grid.near(box):
+            if thing[0] == "text" and box.meets(thing[1]):
+                o = thing[1]
+                found += 1 + max(0.0, min(box.right, o.right) - max(box.left, o.left)) * \
+                    max(0.0, min(box.bottom, o.bottom) - max(box.top, o.top))
+            elif thing[0] == "arrow" and thing[1] != own and crosses(box, thing[2]):
+                found += 50
+        return found
