@@ -151,6 +151,6 @@ def test_long_texts_are_wrapped_whole():
 
 def test_the_count_fails_on_a_careless_placement(monkeypatch):
     """Labels always at their first spot (no check): the count finds what that covers."""
-    monkeypatch.setattr(scenes, "_choose", lambda spots, taken, own, final: spots[0])
+    monkeypatch.setattr(scenes, "_choose", lambda spots, taken, own, final: next(iter(spots)))
     placed = _longer_arrows(layout(_review(3)))
     assert len(overlaps(write(scenes.scene(placed)).encode("utf-8"))) > 5

@@ -222,16 +222,17 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
             if not lines:
                 continue
             x, y = _lane_x(dot.lane), rows.y(dot.row)
-            spots = [text_box(lines, LABEL, x + 12, y, "start")]
+            spots = [(text_box(lines, LABEL, x + 12, y, "start"), lines)]
             if dot.lane > 0:
-                spots.append(text_box(lines, LABEL, x - 12, y, "end"))
+                spots.append((text_box(lines, LABEL, x - 12, y, "end"), lines))
             box = _choose(spots[:1] if first else spots, taken, None, final and not first)
             if box is None and first:
                 later.append((n, dot))
                 continue
             if box is None:
-                crowded.extend(_room(spots[0], dot.row, taken, segments, arrow_rows))
+                crowded.extend(_room(spots[0][0], dot.row, taken, segments, arrow_rows))
                 box = spots[0]
+            box = box[0]
             taken.add(box)
             texts.append(Group(f"label-{dot.index}", "node", (Text(
                 box.left, box, tuple(lines), LABEL, _ink(dot.past, "#37474f")),)))
@@ -239,9 +240,9 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
         x0, y0, x1, y1 = segments[number]
         if x0 == x1:
             continue
-        spots = _arrow_spots(segments[number], arrow_lines[number])
-        chosen = _choose([box for box, _ in spots], taken, number, final)
-        box, lines = next((spot for spot in spots if spot[0] is chosen), spots[0])
+        chosen = _choose(_arrow_spots(segments[number], arrow_lines[number]), taken, number,
+                         final)
+        box, lines = chosen or next(_arrow_spots(segments[number], arrow_lines[number]))
         if chosen is None:
             send = layout.dots[arrow.send].row if arrow.send is not None else 1
             recv = layout.dots[arrow.recv].row if arrow.recv is not None else layout.rows + 1
@@ -285,23 +286,25 @@ def _room(box: Box, row: int, taken: Taken, segments, arrow_rows) -> list[tuple[
     return [(grow, min(max(amount, 4.0), 20000.0)) for amount, grow in options]
 
 
-def _choose(spots: list[Box], taken: Taken, own: int | None, final: bool) -> Box | None:
-    costs = []
-    for box in spots:
-        cost = taken.cost(box, own)
+def _choose(spots, taken: Taken, own: int | None, final: bool):
+    """The first free spot of ``spots`` (an iterable of (box, lines) pairs, looked at only
+    as far as needed); if none is, the least covered one when ``final``, else None."""
+    best, least = None, None
+    for spot in spots:
+        cost = taken.cost(spot[0], own)
         if cost == 0:
-            return box
-        costs.append(cost)
-    return spots[costs.index(min(costs))] if final else None
+            return spot
+        if least is None or cost < least:
+            best, least = spot, cost
+    return best if final else None
 
 
-def _arrow_spots(segment: tuple, text: str) -> list[tuple[Box, list[str]]]:
+def _arrow_spots(segment: tuple, text: str):
     """Where a message's label may sit, and its lines there: by its arrow inside one gap
     between lifelines — the gaps' middles from the sender on, then nearer the receiver,
     then nearer the sender — above the arrow, else below it; wrapped to the gap, else to
     half of it (beside where another arrow crosses this one)."""
     x0, y0, x1, y1 = segment
-    spots = []
     for room in (COLUMN - 28, (COLUMN - 28) / 2):
         lines = wrap(text, LABEL, room)
         w = max(width(line, LABEL) for line in lines)
@@ -319,8 +322,7 @@ def _arrow_spots(segment: tuple, text: str) -> list[tuple[Box, list[str]]]:
                     box = Box(left, min(at) - PAD - 1 - h, right, min(at) - PAD - 1)
                 else:
                     box = Box(left, max(at) + PAD + 1, right, max(at) + PAD + 1 + h)
-                spots.append((box, lines))
-    return spots
+                yield box, lines
 
 
 def _arrow_group(number: int, arrow, segment: tuple, layout: Layout) -> Group:
