@@ -27,7 +27,8 @@ TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
 INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
 LABEL = 9.0  # label text size
 HEAD_LINES = 3  # a lifeline's name takes at most this many lines in its head
-PASSES = 20  # times the rows may be pulled apart to make room for labels
+PASSES = 24  # times the rows may be pulled apart to make room for labels
+STALLED = 8  # passes without fewer labels left unplaced before giving up
 
 
 @attrs.frozen
@@ -125,12 +126,20 @@ def scene(layout: Layout) -> Scene:
         if dot_lines[n]:
             need[dot.row] = max(need[dot.row], line_height(LABEL) * len(dot_lines[n]) / 2)
     extra = [0.0] * (rows + 3)
+    least, stalled = None, 0
     for _ in range(PASSES):
         gaps = [head_h / 2 + ROW * 0.9 + extra[1]] + [
             max(ROW, need[r - 1] + need[r] + 2 * PAD) + extra[r] for r in range(2, rows + 3)]
         placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines, arrow_lines,
                         final=False)
         if not placed[1]:
+            break
+        # pulling apart that stops helping is given up: a picture stays a sane height
+        least, stalled = (len(placed[1]), 0) if least is None or len(placed[1]) < least \
+            else (least, stalled + 1)
+        if stalled >= STALLED:
+            placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines,
+                            arrow_lines, final=True)
             break
         for row, amount in placed[1]:
             extra[max(1, min(row, rows + 2))] += amount
@@ -254,8 +263,8 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     groups.extend(texts)
     groups.extend(ends)
     right = max([_lane_x(lanes - 1) + COLUMN / 2 if lanes else MARGIN * 2]
-                + [item.box.right + MARGIN for g in groups for item in g.items
-                   if isinstance(item, Text)])
+                + [item.box.left + 1.15 * (item.box.right - item.box.left) + MARGIN
+                   for g in groups for item in g.items if isinstance(item, Text)])
     height = max([y_bottom + MARGIN + 6] + [item.box.bottom + MARGIN for g in groups
                                              for item in g.items if isinstance(item, Text)])
     return Scene(right, height, tuple(groups), layout.title), crowded
@@ -313,7 +322,8 @@ def _arrow_spots(segment: tuple, text: str):
         step = COLUMN if x1 > x0 else -COLUMN
         ahead = slack if x1 > x0 else -slack
         middles = [x0 + step * (gap + 0.5) for gap in range(round(abs(x1 - x0) / COLUMN))]
-        xs = [m + ahead * k for k in (0, 1, -1, 0.5, -0.5) for m in middles]
+        xs = [m + ahead * k for k in (0, 1, -1, 0.5, -0.5, 0.75, -0.75, 0.25, -0.25)
+              for m in middles]
         for above in (True, False):
             for x in xs:
                 left, right = x - w / 2, x + w / 2
@@ -323,6 +333,27 @@ def _arrow_spots(segment: tuple, text: str):
                 else:
                     box = Box(left, max(at) + PAD + 1, right, max(at) + PAD + 1 + h)
                 yield box, lines
+    yield from _corner_spots(segment, text)
+
+
+def _corner_spots(segment: tuple, text: str):
+    """More spots, for a steep arrow above all: a corner of the label on a point of the
+    arrow, the label on either side of it, inside the gap that point is in."""
+    x0, y0, x1, y1 = segment
+    right = x1 > x0
+    for room in ((COLUMN - 28) / 2, (COLUMN - 28) / 3, (COLUMN - 28) / 4, COLUMN - 28):
+        lines = wrap(text, LABEL, room)
+        w = max(width(line, LABEL) for line in lines)
+        h = line_height(LABEL) * len(lines)
+        for t in (0.5, 0.3, 0.7, 0.15, 0.85, 0.05, 0.95):
+            x, y = x0 + (x1 - x0) * t, y0 + (y1 - y0) * t
+            lane = int((x - LEFT) // COLUMN)
+            low, high = LEFT + lane * COLUMN + 10, LEFT + (lane + 1) * COLUMN - 10
+            # the side of the arrow the label's corner may touch it from
+            for left, top in ((x + PAD, y - PAD - h), (x - PAD - w, y + PAD)) if right else \
+                    ((x - PAD - w, y - PAD - h), (x + PAD, y + PAD)):
+                if low <= left and left + w <= high:
+                    yield Box(left, top, left + w, top + h), lines
 
 
 def _arrow_group(number: int, arrow, segment: tuple, layout: Layout) -> Group:
