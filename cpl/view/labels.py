@@ -106,11 +106,15 @@ class Grid:
         for key in self._keys(left, top, right, bottom):
             self.cells.setdefault(key, []).append(thing)
 
-    def near(self, box: Box):
+    def near(self, box: Box, once: bool = True):
+        """What is filed in the cells around ``box``; each thing once only if ``once``."""
         seen = set()
+        cells = self.cells
         for key in self._keys(box.left - PAD, box.top - PAD, box.right + PAD, box.bottom + PAD):
-            for thing in self.cells.get(key, ()):
-                if id(thing) not in seen:
+            for thing in cells.get(key, ()):
+                if not once:
+                    yield thing
+                elif id(thing) not in seen:
                     seen.add(id(thing))
                     yield thing
 
@@ -128,6 +132,16 @@ class Taken:
 
     def add(self, box: Box) -> None:
         self.grid.add(("text", box), box.left, box.top, box.right, box.bottom)
+
+    def free(self, box: Box, own: int | None = None) -> bool:
+        """Whether ``box`` keeps clear of all text and of every arrow but ``own``."""
+        for thing in self.grid.near(box, once=False):
+            if thing[0] == "text":
+                if box.meets(thing[1]):
+                    return False
+            elif thing[1] != own and crosses(box, thing[2]):
+                return False
+        return True
 
     def cost(self, box: Box, own: int | None = None) -> float:
         """0 when ``box`` is free; else how much it covers (text area, and arrows)."""

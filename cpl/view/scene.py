@@ -300,6 +300,10 @@ def _choose(spots, taken: Taken, own: int | None, final: bool):
     as far as needed); if none is, the least covered one when ``final``, else None."""
     best, least = None, None
     for spot in spots:
+        if not final:
+            if taken.free(spot[0], own):
+                return spot
+            continue
         cost = taken.cost(spot[0], own)
         if cost == 0:
             return spot
