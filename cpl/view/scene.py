@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import attrs
 
-from .labels import PAD, Box, Taken, crosses, line_height, text_box, width, wrap
+from .labels import PAD, Box, Taken, line_height, room_for, text_box, width, wrap
 from .layout import Layout
 
 COLUMN = 200.0  # points between lifelines
@@ -239,7 +239,7 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
                 later.append((n, dot))
                 continue
             if box is None:
-                crowded.extend(_room(spots[0][0], dot.row, taken, segments, arrow_rows))
+                crowded.extend(room_for(spots[0][0], dot.row, taken, segments, arrow_rows))
                 box = spots[0]
             box = box[0]
             taken.add(box)
@@ -268,31 +268,6 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     height = max([y_bottom + MARGIN + 6] + [item.box.bottom + MARGIN for g in groups
                                              for item in g.items if isinstance(item, Text)])
     return Scene(right, height, tuple(groups), layout.title), crowded
-
-
-def _room(box: Box, row: int, taken: Taken, segments, arrow_rows) -> list[tuple[int, float]]:
-    """How to pull rows apart so that the arrows crossing an event's label at ``box`` (on
-    ``row``) pass by it: lengthening the rows between an arrow's send and the label moves
-    the label down faster than the arrow (it passes above), lengthening those between the
-    label and the receive moves the arrow down (it passes below) — whichever needs less."""
-    ways = []  # per crossing arrow: (points to pass above, points to pass below)
-    for thing in taken.grid.near(box):
-        if thing[0] != "arrow" or not crosses(box, thing[2]):
-            continue
-        x0, y0, x1, y1 = thing[2]
-        start, end = arrow_rows[thing[1]]
-        near, far = sorted(min(1.0, max(0.0, (x - x0) / (x1 - x0))) for x in (box.left, box.right))
-        at = lambda f: y0 + f * (y1 - y0)  # noqa: E731
-        ways.append(((at(far) - box.top + 2 * PAD) / (1 - far) if start < row and far < 1 else None,
-                     (box.bottom + 2 * PAD - at(near)) / near if end > row and near > 0 else None))
-    if not ways:
-        return [(row, 12.0), (row + 1, 12.0)]
-    options = [(max(way[side] for way in ways), row + side) for side in (0, 1)
-               if all(way[side] is not None for way in ways)]
-    options = [min(options)] if options else [  # no one way clears them all: each its own
-        min((a, row + side) for side, a in enumerate(way) if a is not None)
-        for way in ways if way != (None, None)]
-    return [(grow, min(max(amount, 4.0), 20000.0)) for amount, grow in options]
 
 
 def _choose(spots, taken: Taken, own: int | None, final: bool):
