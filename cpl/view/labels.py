@@ -156,11 +156,12 @@ class Taken:
         return found
 
 
-def room_for(box: Box, row: int, taken: Taken, segments, arrow_rows) -> list[tuple[int, float]]:
+def room_for(box: Box, row: int, taken: Taken, arrow_rows) -> list[tuple[int, float]] | None:
     """How to pull rows apart so that the arrows crossing an event's label at ``box`` (on
     ``row``) pass by it: lengthening the rows between an arrow's send and the label moves
     the label down faster than the arrow (it passes above), lengthening those between the
-    label and the receive moves the arrow down (it passes below) — whichever needs less."""
+    label and the receive moves the arrow down (it passes below) — whichever needs less;
+    None if no arrow crosses it."""
     ways = []  # per crossing arrow: (points to pass above, points to pass below)
     for thing in taken.grid.near(box):
         if thing[0] != "arrow" or not crosses(box, thing[2]):
@@ -172,10 +173,10 @@ def room_for(box: Box, row: int, taken: Taken, segments, arrow_rows) -> list[tup
         ways.append(((at(far) - box.top + 2 * PAD) / (1 - far) if start < row and far < 1 else None,
                      (box.bottom + 2 * PAD - at(near)) / near if end > row and near > 0 else None))
     if not ways:
-        return [(row, 12.0), (row + 1, 12.0)]
+        return None
     options = [(max(way[side] for way in ways), row + side) for side in (0, 1)
                if all(way[side] is not None for way in ways)]
     options = [min(options)] if options else [  # no one way clears them all: each its own
         min((a, row + side) for side, a in enumerate(way) if a is not None)
         for way in ways if way != (None, None)]
-    return [(grow, min(max(amount, 4.0), 20000.0)) for amount, grow in options]
+    return [(grow, min(max(amount, 12.0), 20000.0)) for amount, grow in options]

@@ -239,7 +239,12 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
                 later.append((n, dot))
                 continue
             if box is None:
-                crowded.extend(room_for(spots[0][0], dot.row, taken, segments, arrow_rows))
+                # the side needing the rows pulled apart least; where only text is in the
+                # way (None) pulling rows apart may not help: the right side's default then
+                ways = [room_for(spot[0], dot.row, taken, arrow_rows) for spot in spots]
+                pick = min(range(len(ways)), key=lambda k: (
+                    ways[k] is None and k > 0, sum(a for _, a in ways[k] or ())))
+                crowded.extend(ways[pick] or [(dot.row, 12.0), (dot.row + 1, 12.0)])
                 box = spots[0]
             box = box[0]
             taken.add(box)
