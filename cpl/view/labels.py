@@ -161,19 +161,23 @@ def room_for(box: Box, row: int, taken: Taken, arrow_rows) -> list[tuple[int, fl
     ``row``) pass by it: lengthening the rows between an arrow's send and the label moves
     the label down faster than the arrow (it passes above), lengthening those between the
     label and the receive moves the arrow down (it passes below) — whichever needs less;
-    None if no arrow crosses it."""
+    None if no arrow crosses it, [] if only arrows cut at the window's edge do."""
     ways = []  # per crossing arrow: (points to pass above, points to pass below)
+    cut = False
     for thing in taken.grid.near(box):
         if thing[0] != "arrow" or not crosses(box, thing[2]):
             continue
         x0, y0, x1, y1 = thing[2]
-        start, end = arrow_rows[thing[1]]
+        start, end, edge = arrow_rows[thing[1]]
+        if edge:  # it runs to the window's edge: pulling rows apart stretches it along
+            cut = True
+            continue
         near, far = sorted(min(1.0, max(0.0, (x - x0) / (x1 - x0))) for x in (box.left, box.right))
         at = lambda f: y0 + f * (y1 - y0)  # noqa: E731
         ways.append(((at(far) - box.top + 2 * PAD) / (1 - far) if start < row and far < 1 else None,
                      (box.bottom + 2 * PAD - at(near)) / near if end > row and near > 0 else None))
     if not ways:
-        return None
+        return [] if cut else None
     options = [(max(way[side] for way in ways), row + side) for side in (0, 1)
                if all(way[side] is not None for way in ways)]
     options = [min(options)] if options else [  # no one way clears them all: each its own

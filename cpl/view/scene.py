@@ -132,7 +132,12 @@ def scene(layout: Layout) -> Scene:
             max(ROW, need[r - 1] + need[r] + 2 * PAD) + extra[r] for r in range(2, rows + 3)]
         placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines, arrow_lines,
                         final=False)
+        wants = [want for want in placed[1] if want[0] >= 0]
         if not placed[1]:
+            break
+        if not wants:  # labels in the way of arrows cut at the window's edge: no help
+            placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines,
+                            arrow_lines, final=True)
             break
         # pulling apart that stops helping is given up: a picture stays a sane height
         least, stalled = (len(placed[1]), 0) if least is None or len(placed[1]) < least \
@@ -141,7 +146,7 @@ def scene(layout: Layout) -> Scene:
             placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines,
                             arrow_lines, final=True)
             break
-        for row, amount in placed[1]:
+        for row, amount in wants:
             extra[max(1, min(row, rows + 2))] += amount
     else:
         placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines, arrow_lines,
@@ -169,7 +174,8 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     y_bottom = rows.y(bottom)
     groups: list[Group] = []
     texts: list[Group] = []
-    crowded: list[tuple[int, float]] = []  # (row, points to add to the gap above it)
+    crowded: list[tuple[int, float]] = []  # (row, points to add to the gap above it); row
+    # -1: a label left where it is, since its trouble is an arrow cut at the window's edge
     if layout.title:
         groups.append(Group("title", "title", (Text(
             MARGIN, text_box([layout.title], 11, MARGIN, MARGIN + 7, "start"),
@@ -205,7 +211,7 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
         segments.append((x0, y0, x1, y1))
         arrow_rows.append((layout.dots[arrow.send].row if arrow.send is not None else 0.6,
                            layout.dots[arrow.recv].row if arrow.recv is not None
-                           else layout.rows + 1.2))
+                           else layout.rows + 1.2, arrow.send is None or arrow.recv is None))
     taken = Taken([s if s[0] != s[2] else None for s in segments])
     for lane, lines in enumerate(heads):
         taken.add(text_box(lines, 10, _lane_x(lane), rows.y(0), "middle"))
@@ -244,7 +250,8 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
                 ways = [room_for(spot[0], dot.row, taken, arrow_rows) for spot in spots]
                 pick = min(range(len(ways)), key=lambda k: (
                     ways[k] is None and k > 0, sum(a for _, a in ways[k] or ())))
-                crowded.extend(ways[pick] or [(dot.row, 12.0), (dot.row + 1, 12.0)])
+                crowded.extend([(dot.row, 12.0), (dot.row + 1, 12.0)] if ways[pick] is None
+                               else ways[pick] or [(-1, 0.0)])  # []: only cut arrows
                 box = spots[0]
             box = box[0]
             taken.add(box)
@@ -260,7 +267,8 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
         if chosen is None:
             send = layout.dots[arrow.send].row if arrow.send is not None else 1
             recv = layout.dots[arrow.recv].row if arrow.recv is not None else layout.rows + 1
-            crowded.extend((row, 16.0) for row in {send + 1, recv})
+            crowded.extend([(-1, 0.0)] if arrow.send is None or arrow.recv is None
+                           else [(row, 16.0) for row in {send + 1, recv}])
         taken.add(box)
         ink = _ink(arrow.past)
         texts.append(Group(f"msglabel-{number}", "node", (Text(
