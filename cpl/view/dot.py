@@ -19,7 +19,7 @@ import shutil
 
 from .layout import Layout
 from .scene import (COLUMN, FALSE, FONT, GREY, INK, MARGIN, ROW, TRUE, Line, Scene, Shape,
-                    Text, scene)
+                    scene)
 
 FORMATS = ("svg", "png", "pdf", "dot")
 NEEDS_DOT = ("graphviz's 'dot' program is needed for PNG and PDF and is not installed "
@@ -50,54 +50,55 @@ def escaped(text: str) -> str:
 
 def graph(layout: Layout | Scene):
     """The DOT graph (a ``graphviz.Digraph``; ``.source`` is the DOT text) of a layout's
-    scene, every node pinned."""
+    scene, every node pinned.  Its statements are written here, one a line, rather than
+    through ``Digraph.node`` (a whole trace has tens of thousands); only labels hold text
+    that is not ours, and they go through ``escaped`` and graphviz's own quoting."""
     import graphviz
+    from graphviz.quoting import quote
     drawn = layout if isinstance(layout, Scene) else scene(layout)
     g = graphviz.Digraph("msc", engine="neato")
     g.attr(splines="line", outputorder="edgesfirst", bgcolor="white", pad="0")
     g.attr("node", fontname=FONT, margin="0", width="0", height="0", fixedsize="true",
            label="")
     g.attr("edge", arrowsize="0.6", fontname=FONT)
+    height, body = drawn.height, g.body
 
     def pos(x: float, y: float) -> str:  # graphviz's y grows upward
-        return f"{x:.1f},{drawn.height - y:.1f}!"
+        return f'pos="{x:.1f},{height - y:.1f}!"'
 
     for corner, (x, y) in enumerate(((0.0, 0.0), (drawn.width, drawn.height))):
-        g.node(f"corner{corner}", shape="point", style="invis", pos=pos(x, y))
+        body.append(f"\tcorner{corner} [shape=point style=invis {pos(x, y)}]\n")
     count = 0
     for group in drawn.groups:
+        ident = f'id="{group.id}"'  # ours: ev-12, msg-3, lifeline-0
         for item in group.items:
             count += 1
             name = f"n{count}"
             if isinstance(item, Line):
-                g.node(f"{name}a", shape="point", style="invis", pos=pos(item.x0, item.y0))
-                g.node(f"{name}b", shape="point", style="invis", pos=pos(item.x1, item.y1))
-                g.edge(f"{name}a", f"{name}b", id=group.id, color=item.colour,
-                       penwidth=f"{item.width:g}", arrowhead="normal" if item.head else "none",
-                       style="dashed" if item.dashed else "solid")
+                body.append(f"\t{name}a [shape=point style=invis {pos(item.x0, item.y0)}]\n")
+                body.append(f"\t{name}b [shape=point style=invis {pos(item.x1, item.y1)}]\n")
+                body.append(f'\t{name}a -> {name}b [{ident} color="{item.colour}" '
+                            f"penwidth={item.width:g} "
+                            f"arrowhead={'normal' if item.head else 'none'} "
+                            f"style={'dashed' if item.dashed else 'solid'}]\n")
             elif isinstance(item, Shape):
                 shape = {"circle": "ellipse", "rounded": "box"}.get(item.kind, item.kind)
-                g.node(name, shape=shape, id=group.id, pos=pos(item.cx, item.cy),
-                       width=f"{item.w / _POINT:.3f}", height=f"{item.h / _POINT:.3f}",
-                       style="rounded,filled" if item.kind == "rounded" else (
-                           "filled" if item.fill else "solid"),
-                       fillcolor=item.fill or "none", color=item.stroke,
-                       penwidth=f"{item.pen:g}")
+                style = "rounded,filled" if item.kind == "rounded" else (
+                    "filled" if item.fill else "solid")
+                body.append(f'\t{name} [shape={shape} {ident} {pos(item.cx, item.cy)} '
+                            f"width={item.w / _POINT:.3f} height={item.h / _POINT:.3f} "
+                            f'style="{style}" fillcolor="{item.fill or "none"}" '
+                            f'color="{item.stroke}" penwidth={item.pen:g}]\n')
             else:
-                _text(g, name, group.id, item, pos)
+                end = {"start": "\\l", "end": "\\r"}.get(item.anchor, "\\n")
+                label = quote("".join(escaped(line) + end for line in item.lines))
+                box = item.box
+                body.append(f"\t{name} [label={label} shape=plaintext {ident} "
+                            f'fontsize={item.size:g} fontcolor="{item.colour}" '
+                            f"width={(box.right - box.left) / _POINT:.3f} "
+                            f"height={(box.bottom - box.top) / _POINT:.3f} "
+                            f"{pos((box.left + box.right) / 2, (box.top + box.bottom) / 2)}]\n")
     return g
-
-
-def _text(g, name: str, ident: str, item: Text, pos) -> None:
-    """A text as a plaintext node over its box: graphviz's ``\\l``/``\\r`` end a line set
-    left or right, ``\\n`` one centred."""
-    end = {"start": "\\l", "end": "\\r"}.get(item.anchor, "\\n")
-    box = item.box
-    g.node(name, "".join(escaped(line) + end for line in item.lines), shape="plaintext",
-           id=ident, fontsize=f"{item.size:g}", fontcolor=item.colour,
-           width=f"{(box.right - box.left) / _POINT:.3f}",
-           height=f"{(box.bottom - box.top) / _POINT:.3f}",
-           pos=pos((box.left + box.right) / 2, (box.top + box.bottom) / 2))
 
 
 def render(layout: Layout, form: str) -> bytes:
