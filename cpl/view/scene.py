@@ -7,7 +7,7 @@ PNG and PDF).  All text placement is decided here, on estimated widths
 (``width``): a label is wrapped to fit between two lifelines, never cut, and
 put where it covers neither other text nor an arrow other than its own; where
 no such spot exists, the rows around it are pulled apart and the labels are
-placed again (``_rows``), so rows are as tall as what they hold needs, and
+placed again (``scene``), so rows are as tall as what they hold needs, and
 time still runs downward with every arrow slanting down.
 """
 
@@ -112,11 +112,9 @@ class _Rows:
 
 def scene(layout: Layout) -> Scene:
     """Every mark of ``layout``, placed."""
-    lanes = len(layout.lifelines)
     heads = [wrap(name, 10, COLUMN - 30, HEAD_LINES) for name in layout.lifelines]
     head_h = max((len(h) for h in heads), default=1) * line_height(10) + 8
-    title = [layout.title] if layout.title else []
-    top = MARGIN + (18 if title else 0) + (14 if layout.skipped_before else 0)
+    top = MARGIN + (18 if layout.title else 0) + (14 if layout.skipped_before else 0)
     head_y = top + head_h / 2
     dot_lines = {n: _dot_lines(dot) for n, dot in enumerate(layout.dots)}
     arrow_lines = [_arrow_text(a) for a in layout.arrows]
@@ -221,8 +219,9 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
                 taken.add(item.box)
     ends = []
     for end in layout.ends:
-        text = f"✕ {end.text}"
-        box = text_box([text], 10, _lane_x(end.lane), rows.y(end.row), "middle")
+        text = f"✕ {end.text}"  # below the lifeline's last event, clear of arrows if it can be
+        box = _choose([(text_box([text], 10, _lane_x(end.lane), rows.y(end.row) + 12 * k,
+                                 "middle"), None) for k in range(4)], taken, None, True)[0]
         taken.add(box)
         ends.append(Group(f"end-{end.lane}", "node", (
             Text(_lane_x(end.lane), box, (text,), 10, FALSE, "middle"),)))
