@@ -236,9 +236,10 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
             if not lines:
                 continue
             x, y = _lane_x(dot.lane), rows.y(dot.row)
-            spots = [(text_box(lines, LABEL, x + 12, y, "start"), lines)]
+            off = 14 if dot.frontier else 12  # clear of its ring
+            spots = [(text_box(lines, LABEL, x + off, y, "start"), lines)]
             if dot.lane > 0:
-                spots.append((text_box(lines, LABEL, x - 12, y, "end"), lines))
+                spots.append((text_box(lines, LABEL, x - off, y, "end"), lines))
             box = _choose(spots[:1] if first else spots, taken, None, final and not first)
             if box is None and first:
                 later.append((n, dot))
