@@ -27,8 +27,8 @@ TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
 INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
 LABEL = 9.0  # label text size
 HEAD_LINES = 3  # a lifeline's name takes at most this many lines in its head
-PASSES = 24  # times the rows may be pulled apart to make room for labels
-STALLED = 8  # passes without fewer labels left unplaced before giving up
+PASSES = 40  # times the rows may be pulled apart to make room for labels
+STALLED = 16  # passes without fewer labels left unplaced before giving up
 
 
 @attrs.frozen
