@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import subprocess
+import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from choreo_util import cpl, write
 
-pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
+NEEDS_DOT = pytest.mark.skipif(
+    shutil.which("dot") is None,
+    reason="PNG/PDF need graphviz's dot (.ci/run installs it: apt-get install graphviz)")
 
 FIG2 = "examples/traces/fig2.json"
 MAGIC = {"svg": b"<?xml", "png": b"\x89PNG", "pdf": b"%PDF", "dot": b"digraph",
@@ -27,7 +32,8 @@ def review(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("suffix", list(MAGIC))
+@pytest.mark.parametrize("suffix", [pytest.param(s, marks=NEEDS_DOT) if s in ("png", "pdf")
+                                    else s for s in MAGIC])
 def test_every_format_from_its_suffix(review, tmp_path, suffix):
     out = tmp_path / f"review.{suffix}"
     result = cpl("render", review, "-o", out)
@@ -103,3 +109,24 @@ def test_run_render_refuses_an_unknown_suffix_before_running(tmp_path):
     result = cpl("run", "examples/code_review.py", "--sim", "--render", tmp_path / "x.doc")
     assert result.returncode == 2 and "--render" in result.stderr
     assert "Orchestrator:" not in result.stdout, "no run was made"
+
+
+def test_without_graphviz_svg_and_html_draw_and_png_says_how_to_install_it(review, tmp_path):
+    """A PATH holding only a link to this Python: no ``dot`` anywhere."""
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    (bare / "python").symlink_to(sys.executable)
+    env = {**os.environ, "PATH": str(bare)}
+
+    def run(*args):
+        return subprocess.run([str(bare / "python"), "-m", "runtime.cli", *map(str, args)],
+                              capture_output=True, text=True, env=env)
+
+    for suffix in ("svg", "html"):
+        result = run("render", review, "-o", tmp_path / f"r.{suffix}")
+        assert result.returncode == 0, result.stderr
+        assert (tmp_path / f"r.{suffix}").read_bytes().startswith(MAGIC[suffix])
+    result = run("render", review, "-o", tmp_path / "r.png")
+    assert result.returncode == 2, result.stderr
+    assert "graphviz" in result.stderr and "apt-get install graphviz" in result.stderr
+    assert "Traceback" not in result.stderr and not (tmp_path / "r.png").exists()

@@ -33,8 +33,6 @@ from cpl.semantics import explain
 from cpl.trace import Event, Trace, load_trace
 from cpl.view import html as viewer, layout, render
 
-pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
-
 FIG2 = "examples/traces/fig2.json"
 HOSTILE = "</script><script>window.pwned=1;alert(1)</script>"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -163,7 +161,7 @@ def test_svg_has_one_ev_element_per_drawn_event(review):
         assert len(_ids(root, "lifeline-")) == len(review.lifelines)
         labelled = {f"label-{d.index}" for d in placed.dots if d.text or d.guard}
         assert set(_ids(root, "label-")) == labelled
-        assert root.find(".//title") is None  # no native tooltips naming graphviz's nodes
+        assert root.find(".//title") is None  # no native tooltips
         data = _block(_html(review, max_rows=max_rows), "cpl-view")
         if max_rows == 12:
             assert any(item["count"] > 1 and len(item["ids"]) == item["count"]
@@ -186,7 +184,7 @@ def test_hostile_names_are_text(tmp_path):
     data = _block(page, "cpl-view")
     assert data["lifelines"][0] == HOSTILE
     assert data["events"][0]["store"] == {"x": "<b>bold</b>"}
-    root = _svg(page)  # graphviz escaped the name: it is the text of the lifeline's head
+    root = _svg(page)  # the name, escaped, is the text of the lifeline's head
     head = next(g for g in root.iter("g") if g.get("id") == "lifeline-0")
     assert "".join(t.text or "" for t in head.iter("text")) == HOSTILE
 

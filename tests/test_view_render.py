@@ -1,8 +1,9 @@
 """The MSC picture, checked on its structure: columns, arrows, diamonds, highlight, windows.
 
-The SVG graphviz writes is parsed back: every drawn element carries an id
-(``ev-<index>``, ``msg-<n>``, ``lifeline-<lane>``), so the tests can find the
-shape that stands for each event and where graphviz put it.
+The SVG we write (``cpl.view.svg``, no graphviz) is parsed back: every drawn
+element carries an id (``ev-<index>``, ``msg-<n>``, ``lifeline-<lane>``), so the
+tests can find the shape that stands for each event and where it is.  Only PNG
+and PDF need graphviz's ``dot``; those tests say so when they skip.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from cpl.view import format_of, layout, render
 from cpl.view.dot import FALSE, GREY, TRUE
 from cpl.view.shiviz import PARSER, host_names, shiviz_log
 
-pytestmark = pytest.mark.skipif(shutil.which("dot") is None, reason="graphviz's dot is missing")
+needs_dot = pytest.mark.skipif(
+    shutil.which("dot") is None,
+    reason="PNG/PDF need graphviz's dot (.ci/run installs it: apt-get install graphviz)")
 
 SVG = "{http://www.w3.org/2000/svg}"
 FIG2 = "examples/traces/fig2.json"
@@ -132,10 +135,20 @@ def test_hostile_names_are_shown_not_interpreted():
     texts = [t.text for t in ET.fromstring(render(trace, "svg")).iter(f"{SVG}text")]
     assert "<b>bold</b>" in texts and 'quo"te\\N' in texts
     assert b"<b>bold" not in render(trace, "svg")  # escaped, never markup
-    for form in ("png", "pdf", "dot", "shiviz"):
+    for form in ("dot", "shiviz"):
         assert render(trace, form)
 
 
+@needs_dot
+def test_hostile_names_draw_in_png_and_pdf():
+    names = ("<b>bold</b>", 'quo"te\\N', "line\nbreak", "nul\x00here")
+    trace = Trace(names, events=[Event(f"e{n}", name, "act", label=name)
+                                 for n, name in enumerate(names)])
+    for form in ("png", "pdf"):
+        assert render(trace, form)
+
+
+@needs_dot
 def test_formats_have_their_own_magic(review):
     assert render(review, "png").startswith(b"\x89PNG")
     assert render(review, "pdf").startswith(b"%PDF")
@@ -204,3 +217,76 @@ def test_no_message_label_covers_another_label(seed):
         for other, (l2, t2, r2, b2) in others:
             if (l2, t2, r2, b2) != (left, top, right, bottom):
                 assert not (left < r2 and l2 < right and top < b2 and t2 < bottom), (text, other)
+
+
+def test_svg_and_html_need_no_graphviz_png_says_how_to_install_it(monkeypatch, review):
+    """As on a machine without graphviz: ``dot`` is not on PATH, and graphviz's pipe (the
+    only way the package runs it) fails the test if it is ever called."""
+    import graphviz
+
+    from cpl.view import dot
+
+    real_which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, *a, **k: None if name == "dot"
+                        else real_which(name, *a, **k))
+    monkeypatch.setenv("PATH", "/nonexistent")
+
+    def no_graphviz(*args, **kwargs):
+        raise AssertionError("graphviz was called")
+
+    monkeypatch.setattr(graphviz.Digraph, "pipe", no_graphviz)
+    monkeypatch.setattr(graphviz, "pipe", no_graphviz)
+    svg = render(review, "svg")
+    assert ET.fromstring(svg).tag == f"{SVG}svg"
+    page = render(review, "html", highlight="Committer.4").decode("utf-8")
+    assert "<svg" in page and 'id="ev-' in page
+    assert render(review, "dot").startswith(b"digraph")  # DOT text needs no program either
+    for form in ("png", "pdf"):
+        with pytest.raises(dot.NeedsDot) as raised:
+            render(review, form)
+        assert str(raised.value) == dot.NEEDS_DOT
+        assert "apt-get install graphviz" in dot.NEEDS_DOT and "brew install graphviz" in \
+            dot.NEEDS_DOT
+
+
+HOSTILE = ["<script>alert(1)</script>", "a & b", "]]>", "\"quoted' name\"", "ctl\x00\x01\x1b[31m",
+           "rtl\u202eevil\u202c", "x" * 10_000, "<!--", "&amp;", "{{x}}", "line\u2028sep"]
+
+
+def test_hostile_text_is_valid_xml_shown_literally_and_bounded():
+    lifelines = tuple(HOSTILE)
+    events = []
+    for n, name in enumerate(lifelines):
+        other = lifelines[(n + 1) % len(lifelines)]
+        events += [Event(f"a{n}", name, "act", label=name, set={"x": name}),
+                   Event(f"c{n}", name, "choice", guard=f"x == {name!r}", outcome=bool(n % 2),
+                         label=name),
+                   Event(f"s{n}", name, "send", to=other, msg=f"m{n}", label=name),
+                   Event(f"r{n}", other, "recv", msg=f"m{n}")]
+    trace = Trace(lifelines, events=events, meta={"choreography": "<x>&", "status": "]]>"})
+    data = render(trace, "svg")
+    root = ET.fromstring(data)  # well-formed XML
+    tags = {element.tag.removeprefix(SVG) for element in root.iter()}
+    assert tags <= {"svg", "g", "text", "path", "polygon", "ellipse"}, tags
+    assert b"<script" not in data and b"<!--" not in data and b"]]>" not in data
+    texts = "".join(t.text or "" for t in root.iter(f"{SVG}text"))
+    assert "<script>alert(1)</script>" in texts and "a & b" in texts
+    assert "\u202e" not in texts and "\\u202e" in texts and "\\x00" in texts
+    assert len(data) < 400_000, len(data)  # a 10 kB name is wrapped in its head, not repeated
+    page = render(trace, "html").decode("utf-8")
+    assert "<script>alert" not in page
+
+
+def test_three_hundred_lifelines_stay_fast_and_valid():
+    import time
+    names = tuple(f"L{n}" for n in range(300))
+    events = [Event(f"s{n}", names[n], "send", to=names[(n + 7) % 300], msg=f"m{n}",
+                    label=f"hello {n}") for n in range(300)]
+    events += [Event(f"r{n}", names[(n + 7) % 300], "recv", msg=f"m{n}") for n in range(300)]
+    trace = Trace(names, events=events)
+    start = time.perf_counter()
+    data = render(trace, "svg")
+    assert time.perf_counter() - start < 10
+    root = ET.fromstring(data)
+    assert sum(1 for g in root.iter(f"{SVG}g") if (g.get("id") or "").startswith("lifeline-")) \
+        == 300

@@ -211,7 +211,7 @@ def test_render_png_without_dot_is_a_usage_error(tmp_path):
     out = tmp_path / "t.png"
     result = run_cli("render", "examples/traces/fig2.json", "-o", out, env=env)
     assert result.returncode == 2, result.stderr
-    assert "PNG needs graphviz's 'dot' program" in result.stderr
+    assert "graphviz's 'dot' program is needed for PNG" in result.stderr
     assert "apt-get install graphviz" in result.stderr and "Traceback" not in result.stderr
     assert not out.exists()
     text = tmp_path / "t.dot"  # DOT text is ours: no program needed

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 from typing import Iterator
 
+from .dot import NEEDS_DOT, NeedsDot
 from .layout import MAX_ROWS, layout, placed
 from .window import NoSuchEvent, collect
 
@@ -21,13 +22,10 @@ _NEEDS_DOT = frozenset({"png", "pdf"})
 
 
 def missing(form: str) -> str | None:
-    """What drawing ``form`` needs and this machine lacks, said with how to install it;
-    ``None`` when nothing is missing.  Checked before a run, not after it."""
-    if form in _NEEDS_DOT and shutil.which("dot") is None:
-        return (f"{form.upper()} needs graphviz's 'dot' program, which is not installed "
-                f"(Debian/Ubuntu: apt-get install graphviz; macOS: brew install graphviz; "
-                f"conda: conda install graphviz); SVG and HTML need nothing")
-    return None
+    """What drawing ``form`` needs and this machine lacks, said with how to install it
+    (``NEEDS_DOT``, the message ``NeedsDot`` carries too); ``None`` when nothing is missing.
+    Checked before a run, not after it."""
+    return NEEDS_DOT if form in _NEEDS_DOT and shutil.which("dot") is None else None
 
 
 def render(source, form: str, highlight: str | None = None, max_rows: int = MAX_ROWS,
@@ -49,13 +47,17 @@ def render_parts(source, form: str, highlight: str | None = None, max_rows: int 
         return
     window = collect(source, highlight, max_rows)
     drawn = placed(window, values)
-    from . import dot
-    if form == "html":
+    if form in ("svg", "html"):  # our own SVG: no graphviz at all
+        from . import svg
+        picture = svg.render(drawn)
+        if form == "svg":
+            yield picture
+            return
         from .html import page
-        svg = dot.render(drawn, "svg").decode("utf-8")
         schema = source.schema(predicates)  # the whole trace's, read: not the kept slice's
-        yield page(window, drawn, svg, predicates, schema).encode("utf-8")
+        yield page(window, drawn, picture.decode("utf-8"), predicates, schema).encode("utf-8")
     else:
+        from . import dot
         yield dot.render(drawn, form)
 
 
@@ -75,5 +77,5 @@ def format_of(path: str) -> str | None:
     return _SUFFIXES.get(path.rsplit(".", 1)[-1].lower()) if "." in path else None
 
 
-__all__ = ["FORMATS", "MAX_ROWS", "NoSuchEvent", "format_of", "layout", "missing", "render",
-           "render_parts"]
+__all__ = ["FORMATS", "MAX_ROWS", "NEEDS_DOT", "NeedsDot", "NoSuchEvent", "format_of", "layout",
+           "missing", "render", "render_parts"]

@@ -1,6 +1,6 @@
 """The HTML viewer: one self-contained page with the MSC, the trace and a little script.
 
-The page is the graphviz SVG inline, the trace (its header and the events of
+The page is our SVG inline (``cpl.view.svg``: no graphviz), the trace (its header and the events of
 the drawn rows only: a window of a huge run is a small page, and its notes say
 what is left out) and what the script needs as JSON data blocks, and the
 script and style inline — no network, no CDN, no external URL.  Hover an
@@ -10,7 +10,7 @@ saw, and the explanation of its guard; hide lifelines with the check boxes.
 
 Everything in the trace is hostile data.  JSON goes into ``<script
 type="application/json">`` with ``<``, ``>``, ``&`` and ``/`` escaped, so no
-text can close the block or open markup (nor spell ``//``); graphviz escapes
+text can close the block or open markup (nor spell ``//``); ``cpl.view.svg`` escapes
 the SVG's text; the script puts trace text on the page with ``textContent``
 only; and a Content-Security-Policy lets only the page's own script and style
 (by hash) run, and nothing load.
@@ -55,7 +55,7 @@ def _plain(value):
 
 
 def _svg_inline(svg: str) -> str:
-    """graphviz's SVG as an element of the page: no prolog, doctype, comments, titles
+    """The SVG as an element of the page: no prolog, doctype, comments, titles
     (a browser would show ``e12`` as a tooltip) or namespace URLs (HTML gives <svg> its
     namespace), and no '/' in text, so trace text cannot spell ``//``."""
     start = svg.find("<svg")
@@ -176,7 +176,7 @@ def _hash(text: str) -> str:
 
 
 def page(window: Window, layout: Layout, svg: str, predicates=None, schema=None) -> str:
-    """The viewer: one HTML document with ``svg`` (graphviz's drawing of ``layout``) inline,
+    """The viewer: one HTML document with ``svg`` (the drawing of ``layout``) inline,
     and of the trace its header and the events in the window's rows."""
     script, style = _asset("viewer.js"), _asset("viewer.css")
     policy = (f"default-src 'none'; script-src {_hash(script)}; style-src {_hash(style)}; "

@@ -61,12 +61,12 @@ def drawn(draw) -> Iterator[bytes]:
     """Run graphviz, turning its failures into one clear line; ``draw()`` returns the
     picture, or an iterator of its parts."""
     import graphviz
+    from cpl.view import NeedsDot
     try:
         data = draw()
         yield from ((data,) if isinstance(data, bytes) else data)
-    except graphviz.ExecutableNotFound:
-        raise TraceError("graphviz's 'dot' program is not installed (Debian/Ubuntu: "
-                         "apt-get install graphviz; macOS: brew install graphviz)") from None
+    except NeedsDot as error:  # PNG or PDF without graphviz installed: a usage error
+        raise UsageError(str(error)) from None
     except graphviz.CalledProcessError as error:
         detail = (error.stderr or b"").decode("utf-8", "replace").strip().splitlines()
         raise TraceError("graphviz failed to draw the trace"
