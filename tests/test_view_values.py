@@ -184,7 +184,7 @@ def test_missing_names_graphviz_only_for_png_and_pdf(monkeypatch):
     for form in ("png", "pdf"):
         said = missing(form)
         assert said is not None and "graphviz" in said and "apt-get install graphviz" in said
-        assert "brew install graphviz" in said and "conda install graphviz" in said
+        assert "brew install graphviz" in said and "conda install -c conda-forge graphviz" in said
     for form in ("svg", "html", "dot", "shiviz"):
         assert missing(form) is None
     monkeypatch.undo()
@@ -225,7 +225,7 @@ def test_run_render_pdf_without_dot_stops_before_the_run(tmp_path):
     result = run_cli("run", "examples/relay.py", "--sim", "--trace", trace, "--render",
                      tmp_path / "x.pdf", env=env)
     assert result.returncode == 2, result.stderr
-    assert result.stderr.startswith("cpl run: --render ") and "PDF needs graphviz" in \
+    assert result.stderr.startswith("cpl run: --render ") and "needed for PNG and PDF" in \
         result.stderr
     assert result.stdout == "" and not trace.exists()  # nothing ran
 
