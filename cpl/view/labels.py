@@ -37,15 +37,20 @@ class Box:
                 and self.top < other.bottom + gap and other.top < self.bottom + gap)
 
 
-def wrap(text: str, size: float, room: float, most: int | None = None) -> list[str]:
+def wrap(text: str, size: float, room: float, most: int | None = None,
+         whole: bool = False) -> list[str] | None:
     """``text`` in lines of at most ``room`` points, broken after spaces, else after
-    punctuation or operators, else anywhere; with ``most``, the last line kept ends in …"""
+    punctuation or operators, else anywhere — or, with ``whole``, ``None`` rather than
+    inside a word; with ``most``, the last line kept ends in …"""
     limit = max(6, int(room / (CHAR * size)))
     pieces = []
     for word in re.findall(r"\S+\s*|\s+", text):
         while len(word) > limit:
             cut = max((m.end() for m in re.finditer(r"[,;(&|=<>!)\]}]+", word[:limit])),
-                      default=limit)
+                      default=None)
+            if cut is None and whole:
+                return None
+            cut = cut or limit
             pieces.append(word[:cut])
             word = word[cut:]
         pieces.append(word)

@@ -307,7 +307,9 @@ def _arrow_spots(segment: tuple, text: str):
     half of it (beside where another arrow crosses this one)."""
     x0, y0, x1, y1 = segment
     for room in (COLUMN - 28, (COLUMN - 28) / 2):
-        lines = wrap(text, LABEL, room)
+        lines = wrap(text, LABEL, room, whole=room < COLUMN - 28)
+        if lines is None:
+            continue
         w = max(width(line, LABEL) for line in lines)
         h = line_height(LABEL) * len(lines)
         slack = max(0.0, COLUMN / 2 - w / 2 - 12)
@@ -333,8 +335,13 @@ def _corner_spots(segment: tuple, text: str):
     arrow, the label on either side of it, inside the gap that point is in."""
     x0, y0, x1, y1 = segment
     right = x1 > x0
-    for room in ((COLUMN - 28) / 2, (COLUMN - 28) / 3, (COLUMN - 28) / 4, COLUMN - 28):
-        lines = wrap(text, LABEL, room)
+    narrow = [(COLUMN - 28) / k for k in (2, 3, 4)]
+    # narrower wraps that keep words whole first; one that cuts a word only as a last resort
+    for room, whole in [(r, True) for r in narrow] + [(COLUMN - 28, False)] + \
+            [(r, False) for r in narrow]:
+        lines = wrap(text, LABEL, room, whole=whole)
+        if lines is None:
+            continue
         w = max(width(line, LABEL) for line in lines)
         h = line_height(LABEL) * len(lines)
         for t in (0.5, 0.3, 0.7, 0.15, 0.85, 0.05, 0.95):
