@@ -5,9 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 HEADER = "from choreo import Choreography\n"
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def write(tmp_path: Path, body: str, name: str = "choreo_case.py") -> Path:
@@ -27,3 +29,17 @@ def marked(path: Path, marker: str = "# <-") -> int:
 def cpl(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd)
+
+
+def killed_simulation(trace: Path, size: int) -> None:
+    """A simulated flagship run streaming to ``trace`` (.jsonl), killed (SIGKILL) once the
+    trace holds ``size`` bytes (or after 30 s): a trace that a kill cut off."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runtime.cli", "run", str(ROOT / "examples" / "code_review.py"),
+         "--sim", "--arg", "rounds=1000000", "--trace", str(trace)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 30
+    while (not trace.exists() or trace.stat().st_size < size) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    process.kill()
+    process.wait(timeout=10)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from choreo_util import cpl
+from choreo_util import cpl, killed_simulation
 from cpl.trace import load_trace
 
 json_format = pytest.importorskip(
@@ -155,15 +155,7 @@ def test_the_same_trace_gives_the_same_ids_in_any_form(review, tmp_path):
 
 def test_a_killed_runs_trace_exports_as_far_as_it_went(tmp_path):
     trace = tmp_path / "killed.jsonl"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "run", str(ROOT / "examples" / "code_review.py"),
-         "--sim", "--arg", "rounds=1000000", "--trace", str(trace)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while (not trace.exists() or trace.stat().st_size < 30_000) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    process.kill()
-    process.wait(timeout=10)
+    killed_simulation(trace, 30_000)
     request, result = exported(trace, tmp_path, "--parent", "message")
     assert "cut off" in result.stderr
     check_complete(trace, request, "message")

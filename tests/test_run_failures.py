@@ -17,7 +17,7 @@ import pytest
 
 import choreo
 from choreo.simulate import Simulator
-from choreo_util import cpl, write
+from choreo_util import cpl, killed_simulation, write
 from cpl.trace import load_trace
 
 ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
@@ -134,15 +134,7 @@ def test_ctrl_c_stops_the_run_and_the_trace_says_interrupted(tmp_path, signum):
 
 def test_a_killed_run_keeps_what_it_did_and_the_reader_says_it_was_cut_off(tmp_path):
     trace = tmp_path / "killed.jsonl"
-    process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "run", str(ROOT / "examples" / "code_review.py"),
-         "--sim", "--arg", "rounds=1000000", "--trace", str(trace)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while (not trace.exists() or trace.stat().st_size < 200_000) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    process.kill()
-    process.wait(timeout=10)
+    killed_simulation(trace, 200_000)
     result = cpl("eval", trace, "@TestRunner.candidate == candidate", "--lifeline", "Committer",
                  "--format", "jsonl")
     assert result.returncode == 0 and "Traceback" not in result.stderr
