@@ -2,9 +2,9 @@
 
 The trace is ``examples/code_review.py`` simulated in this process with
 ``rounds=156``, seed 1 (5,008 events over 4 lifelines; ``--quick``: 5 rounds).
-Each measurement is *wall* time (graphviz runs as a child process, ``dot
--Kneato -n2``, through the ``graphviz`` package as ``cpl.view`` calls it), a
-median of interleaved rounds:
+Each measurement is *wall* time (for PNG, graphviz runs as a child process, ``dot
+-Kneato -n2``, through the ``graphviz`` package as ``cpl.view`` calls it; SVG is
+written by ``cpl.view.svg`` itself since issue 20), a median of interleaved rounds:
 
 * layout alone (``cpl.view.layout``), with the default window (``max_rows=150``:
   acts folded, then only the last 150 rows drawn) and of the whole trace
@@ -21,7 +21,8 @@ with as many nodes and edges as the whole-trace picture (counted from
 ``cpl.view.dot.graph``), every node a labelless point pinned on a grid over the
 same canvas, every edge a straight line between two of them, through the same
 ``graphviz`` package and ``neato -n2``.  The ratio says what our layout, labels
-and styling cost over graphviz's own drawing.
+and styling cost over graphviz's own drawing (for SVG: our whole drawing against
+graphviz drawing a bare graph).
 
 Without graphviz's ``dot`` on ``PATH`` only the rows that need no graphviz are
 measured (layout, DOT text, ShiViz).
