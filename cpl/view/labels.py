@@ -111,6 +111,19 @@ class Grid:
         for key in self._keys(left, top, right, bottom):
             self.cells.setdefault(key, []).append(thing)
 
+    def add_segment(self, thing, x0, y0, x1, y1) -> None:
+        """A segment filed in the cells it passes through, column by column — not in every
+        cell of its bounding box, which for a long slanting arrow is hundreds."""
+        c = self.CELL
+        if x0 > x1:
+            x0, y0, x1, y1 = x1, y1, x0, y0
+        slope = (y1 - y0) / (x1 - x0) if x1 != x0 else 0.0
+        for i in range(int(x0 // c), int(x1 // c) + 1):
+            a = y0 + slope * (max(x0, i * c) - x0)
+            b = y0 + slope * (min(x1, (i + 1) * c) - x0) if x1 != x0 else y1
+            for j in range(int(min(a, b) // c), int(max(a, b) // c) + 1):
+                self.cells.setdefault((i, j), []).append(thing)
+
     def near(self, box: Box, once: bool = True):
         """What is filed in the cells around ``box``; each thing once only if ``once``."""
         seen = set()
@@ -132,8 +145,7 @@ class Taken:
         for number, line in enumerate(arrows):
             if line is not None:
                 x0, y0, x1, y1 = line
-                self.grid.add(("arrow", number, line), min(x0, x1), min(y0, y1),
-                              max(x0, x1), max(y0, y1))
+                self.grid.add_segment(("arrow", number, line), x0, y0, x1, y1)
 
     def add(self, box: Box) -> None:
         self.grid.add(("text", box), box.left, box.top, box.right, box.bottom)

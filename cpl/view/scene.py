@@ -29,6 +29,7 @@ LABEL = 9.0  # label text size
 HEAD_LINES = 3  # a lifeline's name takes at most this many lines in its head
 PASSES = 40  # times the rows may be pulled apart to make room for labels
 STALLED = 16  # passes without fewer labels left unplaced before giving up
+WORK = 12_000  # labels placed over all passes: a busy or whole-trace picture gets fewer
 
 
 @attrs.frozen
@@ -125,7 +126,8 @@ def scene(layout: Layout) -> Scene:
             need[dot.row] = max(need[dot.row], line_height(LABEL) * len(dot_lines[n]) / 2)
     extra = [0.0] * (rows + 3)
     least, stalled = None, 0
-    for _ in range(PASSES):
+    labels = len(layout.arrows) + sum(1 for lines in dot_lines if lines)
+    for _ in range(max(2, min(PASSES, WORK // max(1, labels)))):
         gaps = [head_h / 2 + ROW * 0.9 + extra[1]] + [
             max(ROW, need[r - 1] + need[r] + 2 * PAD) + extra[r] for r in range(2, rows + 3)]
         placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines, arrow_lines,
@@ -315,7 +317,8 @@ def _arrow_spots(segment: tuple, text: str):
         slack = max(0.0, COLUMN / 2 - w / 2 - 12)
         step = COLUMN if x1 > x0 else -COLUMN
         ahead = slack if x1 > x0 else -slack
-        middles = [x0 + step * (gap + 0.5) for gap in range(round(abs(x1 - x0) / COLUMN))]
+        middles = [x0 + step * (gap + 0.5)  # the six gaps nearest the sender at most
+                   for gap in range(min(6, round(abs(x1 - x0) / COLUMN)))]
         xs = [m + ahead * k for k in (0, 1, -1, 0.5, -0.5, 0.75, -0.75, 0.25, -0.25)
               for m in middles]
         for above in (True, False):
