@@ -18,10 +18,10 @@ trace that returns the events where the bad outcome happened
 Guarded, the Publisher publishes once the review has reached it, choosing by
 a stable fact (pattern P-stable): ``final`` is set by the review, after which
 the fact never changes, so ``@Source.final == true && @Source.version ==
-draft`` cannot be fooled by a correction in transit.  True: the draft is
-fresh, publish it; false: publish the reviewed version.  (``@Source.version
-== draft`` alone would be only a hint: a correction not yet received is not
-in the Publisher's causal past.)
+draft`` holds only once nothing can change it.  True: the draft is fresh,
+publish it; false: publish the reviewed version.  (Here the choice waits for
+the review, so ``@Source.version == draft`` alone would do too; ``final`` keeps
+the guard right if the choice were moved before the review arrives.)
 """
 
 from choreo import Choreography

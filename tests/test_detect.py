@@ -200,8 +200,8 @@ def test_detect_shows_the_catalogs_witness_at_its_event(tmp_path):
     assert lines[2].startswith("    Stale: i #2 (agent reminder, event ")
     applied = {e.id for e in load_trace(path).events if e.set.get("op") == "apply"}
     assert lines[1].split()[0] in applied and lines[3].split()[0] in applied
-    quiet = cpl("detect", path, "--no-detectors")
-    assert quiet.returncode == 0 and quiet.stdout == "no detectors ran\n"
+    nothing = cpl("detect", path, "--no-detectors")  # nothing left to run: a usage error
+    assert nothing.returncode == 2 and "add --detect MODULE:FUNCTION" in nothing.stderr
 
 
 def test_detect_goes_on_past_a_detector_that_raises(tmp_path):

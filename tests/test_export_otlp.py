@@ -255,6 +255,10 @@ def test_an_out_path_that_cannot_be_written_is_one_clear_line(review, tmp_path, 
     (("--endpoint", "http://127.0.0.1:9", "--header", "X-Key=clé"), "printable ASCII"),
     (("--endpoint", "http://127.0.0.1:9", "--timeout", "nan"), "--timeout"),
     (("--endpoint", "http://[::1"), "--endpoint"),
+    (("--endpoint", "http://127.0.0.1:9", "--header", "a:b=c"), "no spaces or colons"),
+    (("--endpoint", "http://127.0.0.1:abc"), "the port is not a number"),
+    (("--endpoint", "http://127.0.0.1:99999"), "the port is not a number"),
+    (("--otlp", "-", "--header", "a=b"), "--header is for --endpoint"),
 ])
 def test_usage_errors_exit_2(review, argv, words):
     result = cpl("export", review, *argv)

@@ -277,6 +277,27 @@ def test_hostile_text_is_valid_xml_shown_literally_and_bounded():
     assert "<script>alert" not in page
 
 
+def test_a_huge_guard_is_drawn_whole_up_to_a_bound_and_on_the_canvas():
+    """A guard is never cut to a line, but a hostile 300,000-character one stays a picture:
+    drawn up to GUARD_LINES lines, the last ending in …, all of it inside the canvas (an
+    early row's tall label once began above the top edge)."""
+    from cpl.view.labels import GUARD_LINES
+    guard = " || ".join(f"@A.x == {n}" for n in range(30_000))
+    trace = Trace(("A", "B"), events=[Event("a1", "A", "choice", guard=guard, outcome=True,
+                                            label="c")])
+    data = render(trace, "svg")
+    assert len(data) < 100_000, len(data)
+    root = ET.fromstring(data)
+    texts = [t for t in root.iter(f"{SVG}text") if "@A.x" in (t.text or "")]
+    assert len(texts) == GUARD_LINES and texts[-1].text.endswith("…")
+    assert texts[0].text.startswith("@A.x == 0 ||")
+    height = float(root.get("height").removesuffix("pt"))
+    assert all(0 < float(t.get("y")) < height for t in root.iter(f"{SVG}text"))
+    short = render(Trace(("A", "B"), events=[Event("a1", "A", "choice", guard=guard[:2_000],
+                                                   outcome=True, label="c")]), "svg")
+    assert "…" not in short.decode("utf-8")  # a long but sane guard: whole
+
+
 def test_three_hundred_lifelines_stay_fast_and_valid():
     import time
     names = tuple(f"L{n}" for n in range(300))

@@ -29,6 +29,10 @@ def endpoint_url(url: str) -> str:
     parts = urllib.parse.urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(f"{url!r} is not an http:// or https:// URL with a host")
+    try:
+        parts.port  # noqa: B018 (urllib checks the port only when asked)
+    except ValueError:
+        raise ValueError(f"{url!r}: the port is not a number from 0 to 65535") from None
     if parts.path in ("", "/"):
         parts = parts._replace(path=TRACES_PATH)
     return urllib.parse.urlunsplit(parts)

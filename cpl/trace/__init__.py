@@ -11,8 +11,9 @@ per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way.
 
 from ..lazy import face
 
-__all__ = ["Clocks", "Event", "KINDS", "Trace", "TraceWriter", "dump_trace", "encode_json",
-           "load_trace", "merge_logs", "open_trace", "read_log", "parts_of", "unfinished", "unwritable", "value_problem"]
+__all__ = ["Clocks", "Event", "KINDS", "SUFFIXES", "Trace", "TraceWriter", "dump_trace",
+           "encode_json", "load_trace", "merge_logs", "open_trace", "read_log", "parts_of",
+           "unfinished", "unwritable", "value_problem"]
 
 face(__name__, {
     ".clocks": "Clocks",
@@ -22,5 +23,5 @@ face(__name__, {
     ".msc": "KINDS Event Trace",
     ".paths": "unwritable",
     ".recovery": "parts_of unfinished",
-    ".stream": "TraceWriter",
+    ".stream": "SUFFIXES TraceWriter",
 })

@@ -31,6 +31,7 @@ from .recovery import cut_short
 
 JSONL_SUFFIXES = (".jsonl",)
 MSGPACK_SUFFIXES = (".msgpack", ".mpk")
+SUFFIXES = (".json", *JSONL_SUFFIXES, *MSGPACK_SUFFIXES)  # what a trace file may end in
 
 __all__ = ["TraceWriter", "JsonLines", "TraceWarning", "form_of"]
 

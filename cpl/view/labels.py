@@ -14,6 +14,7 @@ import attrs
 CHAR = 0.58  # a character's advance in ems: Helvetica's average, a little generous
 LEADING = 1.25  # a line of text takes its size × this
 PAD = 3.0  # the least room between a label and anything else
+GUARD_LINES = 120  # a guard is drawn whole up to ~4,000 characters: a hostile one stays a picture
 
 
 def width(text: str, size: float) -> float:

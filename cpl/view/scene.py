@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import attrs
 
-from .labels import PAD, Box, Taken, line_height, room_for, text_box, width, wrap
+from .labels import GUARD_LINES, PAD, Box, Taken, line_height, room_for, text_box, width, wrap
 from .layout import Layout
 
 COLUMN = 200.0  # points between lifelines
@@ -128,7 +128,7 @@ def scene(layout: Layout) -> Scene:
     least, stalled = None, 0
     labels = len(layout.arrows) + sum(1 for lines in dot_lines if lines)
     for _ in range(max(2, min(PASSES, WORK // max(1, labels)))):
-        gaps = [head_h / 2 + ROW * 0.9 + extra[1]] + [
+        gaps = [head_h / 2 + max(ROW * 0.9, need[1] + 2 * PAD) + extra[1]] + [
             max(ROW, need[r - 1] + need[r] + 2 * PAD) + extra[r] for r in range(2, rows + 3)]
         placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines, arrow_lines,
                         final=False)
@@ -158,7 +158,7 @@ def _dot_lines(dot) -> list[str]:
     """An event's label: its text, and a choice's whole guard under it."""
     lines = wrap(dot.text, LABEL, COLUMN - 30) if dot.text else []
     if dot.kind == "choice" and dot.guard:
-        lines += wrap(dot.guard, LABEL, COLUMN - 30)
+        lines += wrap(dot.guard, LABEL, COLUMN - 30, most=GUARD_LINES)
     return lines
 
 

@@ -15,7 +15,7 @@ import json
 
 from .arguments import TRACE_FILES, add_command, add_detect, add_format, add_trace_file
 from .explore import yours
-from .usage import EXIT_FAILED, EXIT_OK, complain, for_terminal, json_for_terminal
+from .usage import EXIT_FAILED, EXIT_OK, UsageError, complain, for_terminal, json_for_terminal
 
 # The field of each catalog witness that names the operation that went wrong (the others
 # name the operations it went wrong against).
@@ -25,7 +25,10 @@ _WHERE = {"Stale": "i", "Phantom": "i", "Cascade": "j", "Residue": "j", "Reorder
 
 def cmd_detect(args) -> int:
     from cpl.trace import load_trace
-    user = yours(args.detect, _catalog_names())  # a spec that does not load: before reading
+    if args.no_detectors and not args.detect:
+        raise UsageError("--no-detectors leaves nothing to run: add --detect MODULE:FUNCTION")
+    # a spec that does not load: said before the trace is read; names as cpl explore gives
+    user = yours(args.detect, () if args.no_detectors else _catalog_names())
     trace = load_trace(args.trace, lambda text: complain(f"warning: {text}"))
     found: dict[str, list[dict]] = {}
     failed = False
@@ -91,7 +94,7 @@ def _text(found: dict[str, list[dict]]) -> str:
     if quiet:
         lines.append(f"did not fire: {', '.join(quiet)}")
     if not found:
-        lines.append("no detectors ran")
+        lines.append("no detector gave an answer")  # each one that ran failed: said on stderr
     return "\n".join(lines) + "\n"
 
 

@@ -10,12 +10,15 @@ refuses the spans is exit 1, after ``--otlp`` was written.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 from cpl.errors import TraceError
 
 from .arguments import add_command, add_trace_file
 from .usage import EXIT_OK, UsageError, complain
+
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110)
 
 TIMEOUT = 10.0  # seconds for each connect and read of --endpoint
 
@@ -32,10 +35,9 @@ def _headers(given: list[str]) -> dict:
             raise UsageError(f"--header {pair!r}: give NAME=VALUE on one line")
         found[name.strip()] = value.strip()
     for name, value in found.items():  # http.client sends latin-1 and refuses line breaks
-        if not (name.isascii() and value.isascii() and name.isprintable()
-                and value.isprintable() and name and " " not in name):
-            raise UsageError(f"--header {name!r}: a header's name and value are printable "
-                             f"ASCII, the name without spaces")
+        if not (_TOKEN.fullmatch(name) and value.isascii() and value.isprintable()):
+            raise UsageError(f"--header {name!r}: a header's name is letters, digits and "
+                             f"!#$%&'*+-.^_`|~ (no spaces or colons), its value printable ASCII")
     return found
 
 
@@ -61,6 +63,8 @@ def cmd_export(args) -> int:
         raise UsageError("--timeout: give a number of seconds above 0, at most 3600")
     if args.otlp not in (None, "-") and os.path.isdir(args.otlp):
         raise TraceError(f"cannot write {args.otlp}: it is a directory; name a file in it")
+    if args.header and args.endpoint is None:
+        raise UsageError("--header is for --endpoint: give the collector's URL too")
     url = None
     if args.endpoint is not None:
         try:

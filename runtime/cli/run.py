@@ -196,15 +196,14 @@ def _unwritten(event) -> None:
     Ctrl-C from a ``KeyboardInterrupt`` an action raises (``choreo.actions.own``)."""
 
 
-TRACE_SUFFIXES = (".json", ".jsonl", ".msgpack", ".mpk")  # no suffix: JSON (/dev/full)
-
-
 def _trace_suffix(path: str | None) -> None:
-    """``--trace OUT``'s suffix must say a trace's form: ``out.txt`` would silently be JSON."""
+    """``--trace OUT``'s suffix must say a trace's form: ``out.txt`` would silently be JSON
+    (no suffix is JSON: ``/dev/full``)."""
     if path is None:
         return
+    from cpl.trace import SUFFIXES
     suffix = os.path.splitext(os.path.basename(path))[1]
-    if suffix and suffix.lower() not in TRACE_SUFFIXES:
+    if suffix and suffix.lower() not in SUFFIXES:
         raise UsageError(f"--trace {path}: give a file ending in .json, .jsonl (streamed) or "
                          f".msgpack (also .mpk), not {suffix}")
 
