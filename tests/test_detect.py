@@ -305,3 +305,17 @@ def test_a_dotted_module_imports_again_in_spawned_workers(tmp_path, monkeypatch)
     result = explore_file(str(EXAMPLE), 16, name="unguarded", detectors=own, workers=2,
                           start_method="spawn")
     assert result.workers == 2 and result.anomalies == {"every_publish": 16}
+
+
+def test_every_catalog_witness_says_which_of_its_fields_is_where_it_happened():
+    """cpl detect shows a witness at the event of one of its records (``_WHERE``): a new
+    witness class of the catalog must be named there, not fall back to a guess."""
+    import attrs
+
+    from cpl.anomalies import detectors
+    from runtime.cli.detect import _WHERE
+    witnesses = {name: cls for name, cls in vars(detectors).items()
+                 if attrs.has(cls) and cls.__module__ == detectors.__name__}
+    assert set(witnesses) == set(_WHERE), (set(witnesses), set(_WHERE))
+    for name, field in _WHERE.items():
+        assert field in attrs.fields_dict(witnesses[name]), (name, field)

@@ -55,16 +55,13 @@ def _plain(value):
 
 
 def _svg_inline(svg: str) -> str:
-    """The SVG as an element of the page: no prolog, doctype, comments, titles
-    (a browser would show ``e12`` as a tooltip) or namespace URLs (HTML gives <svg> its
-    namespace), and no '/' in text, so trace text cannot spell ``//``."""
+    """Our SVG (``cpl.view.svg``) as an element of the page: no prolog or namespace URL
+    (HTML gives <svg> its namespace), and no '/' in text, so trace text cannot spell ``//``."""
     start = svg.find("<svg")
     svg = svg[start:] if start >= 0 else ""
-    svg = re.sub(r"<!--.*?-->", "", svg, flags=re.S)
-    svg = re.sub(r"<title>[^<]*</title>", "", svg)
-    svg = re.sub(r'\s+xmlns(:xlink)?="[^"]*"', "", svg)
+    svg = re.sub(r'\s+xmlns="[^"]*"', "", svg, count=1)
     svg = re.sub(r">[^<]*<", lambda m: m.group().replace("/", "&#47;"), svg)
-    return re.sub(r"\n\s*\n", "\n", svg).strip()
+    return svg.strip()
 
 
 def _events(window: Window, layout: Layout) -> list[dict]:
