@@ -11,13 +11,11 @@ code quoted from FILE, verbatim.
 from __future__ import annotations
 
 import re
-import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-from test_readme import blocks, commands, run_shell
+from test_readme import blocks, commands, run_shell, scratch_folder
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -35,14 +33,7 @@ SECTIONS = {"anomalies": _section("docs/anomalies.md", "## Your own bad outcomes
 
 @pytest.fixture(scope="module")
 def scratch(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("detect_docs")
-    shutil.copytree(ROOT / "examples", folder / "examples")
-    shims = folder / ".bin"
-    shims.mkdir()
-    cpl = shims / "cpl"
-    cpl.write_text(f"#!/bin/sh\nexec {sys.executable} -m runtime.cli \"$@\"\n")
-    cpl.chmod(0o755)
-    return folder
+    return scratch_folder(tmp_path_factory.mktemp("detect_docs"))
 
 
 def _shown(line: str) -> str:

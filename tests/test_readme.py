@@ -61,16 +61,21 @@ def commands(body):
     return steps
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("readme")
+def scratch_folder(folder: Path) -> Path:
+    """``folder`` with a copy of ``examples/`` and a ``.bin/cpl`` that runs this checkout's
+    cpl, whatever is installed: where shown commands run (``run_shell``)."""
     shutil.copytree(ROOT / "examples", folder / "examples")
     shims = folder / ".bin"
     shims.mkdir()
-    cpl = shims / "cpl"  # this checkout's cpl, whatever is installed
+    cpl = shims / "cpl"
     cpl.write_text(f"#!/bin/sh\nexec {sys.executable} -m runtime.cli \"$@\"\n")
     cpl.chmod(0o755)
     return folder
+
+
+@pytest.fixture(scope="module")
+def scratch(tmp_path_factory):
+    return scratch_folder(tmp_path_factory.mktemp("readme"))
 
 
 def run_shell(command: str, folder: Path) -> subprocess.CompletedProcess:

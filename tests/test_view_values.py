@@ -206,6 +206,20 @@ def run_cli(*args, env=None, timeout=60) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
 
 
+def test_a_dot_that_fails_is_one_line_and_exit_1(tmp_path):
+    """graphviz's own failure (here a ``dot`` that refuses) is the trace's drawing failing:
+    its last line said, no file left, no traceback."""
+    env = no_dot_env(tmp_path)
+    fake = tmp_path / "bin" / "dot"
+    fake.write_text("#!/bin/sh\necho 'Error: out of crayons' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    out = tmp_path / "t.png"
+    result = run_cli("render", "examples/traces/fig2.json", "-o", out, env=env)
+    assert result.returncode == 1, result.stderr
+    assert "graphviz failed to draw the trace: Error: out of crayons" in result.stderr
+    assert "Traceback" not in result.stderr and not out.exists()
+
+
 def test_render_png_without_dot_is_a_usage_error(tmp_path):
     env = no_dot_env(tmp_path)
     out = tmp_path / "t.png"

@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 
+from ..errors import TraceError
 from .layout import Layout
 from .scene import (COLUMN, FALSE, FONT, GREY, INK, MARGIN, ROW, TRUE, Line, Scene, Shape,
                     scene)
@@ -113,6 +114,10 @@ def render(layout: Layout, form: str) -> bytes:
         return g.pipe(format=form, neato_no_op=2, quiet=True)
     except graphviz.ExecutableNotFound:
         raise NeedsDot(NEEDS_DOT) from None
+    except graphviz.CalledProcessError as error:  # its last line says why, not a traceback
+        detail = (error.stderr or b"").decode("utf-8", "replace").strip().splitlines()
+        raise TraceError("graphviz failed to draw the trace"
+                         + (f": {detail[-1]}" if detail else "")) from None
 
 
 __all__ = ["COLUMN", "FALSE", "FORMATS", "GREY", "INK", "MARGIN", "NEEDS_DOT", "NeedsDot",

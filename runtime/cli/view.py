@@ -58,19 +58,15 @@ def cmd_render(args) -> int:
 
 
 def drawn(draw) -> Iterator[bytes]:
-    """Run graphviz, turning its failures into one clear line; ``draw()`` returns the
-    picture, or an iterator of its parts."""
-    import graphviz
+    """The picture ``draw()`` returns (or an iterator of its parts); PNG or PDF without
+    graphviz installed is a usage error (graphviz's own failures are a ``TraceError``
+    already: ``cpl.view.dot.render``)."""
     from cpl.view import NeedsDot
     try:
         data = draw()
         yield from ((data,) if isinstance(data, bytes) else data)
-    except NeedsDot as error:  # PNG or PDF without graphviz installed: a usage error
+    except NeedsDot as error:
         raise UsageError(str(error)) from None
-    except graphviz.CalledProcessError as error:
-        detail = (error.stderr or b"").decode("utf-8", "replace").strip().splitlines()
-        raise TraceError("graphviz failed to draw the trace"
-                         + (f": {detail[-1]}" if detail else "")) from None
 
 
 def write_atomically(path: str, data: Iterable[bytes]) -> None:
