@@ -174,3 +174,87 @@ def test_a_merged_trace_has_the_mode_of_a_run_trace(tmp_path, umask):
              for name in ("merged.jsonl", "run.jsonl")}
     assert modes == {"merged.jsonl": 0o666 & ~umask, "run.jsonl": 0o666 & ~umask}
     assert [name for name in os.listdir(tmp_path) if "merging" in name] == []
+
+
+# ------------------------------------------------ an action that raises
+
+PIPELINE = '''from choreo import Choreography
+from checks import run_suite
+
+c = Choreography("pipeline")
+Builder, Tester = c.lifelines("Builder", "Tester")
+result = c.var("result", str)
+
+
+def build(variables, rng):
+    return "built"
+
+
+async def run_tests(variables, rng):
+    return run_suite(variables["result"])
+
+
+c.act(Builder, build, assigns=[result])
+c.send(Builder, Tester, result, label="artifact")
+c.act(Tester, run_tests, assigns=[result])
+'''
+
+CHECKS = '''def run_suite(artifact):
+    return parse(artifact)
+
+
+def parse(text):
+    raise RuntimeError(f"cannot parse {text!r}")
+'''
+
+RAISED = '''cpl run: pipeline.py:14: error: Tester, after Tester.1: action 'run_tests' raised RuntimeError: cannot parse 'built'
+  where the action raised (most recent call last):
+    File "pipeline.py", line 14, in run_tests
+      return run_suite(variables["result"])
+    File "checks.py", line 2, in run_suite
+      return parse(artifact)
+    File "checks.py", line 6, in parse
+      raise RuntimeError(f"cannot parse {text!r}")
+  (trace written to t.jsonl)
+'''
+
+
+@pytest.mark.parametrize("mode", ["--sim", "processes"])
+def test_an_action_that_raises_shows_the_users_frames_and_an_event_the_trace_holds(
+        tmp_path, mode):
+    """The frames of the user's two files, none of ours nor asyncio's (the action is
+    awaited), without CPL_DEBUG; ``after Tester.1``, the last event the trace holds of
+    Tester (the failed one was never taken).  The line is the innermost one in the
+    action's own file, as before."""
+    (tmp_path / "pipeline.py").write_text(PIPELINE)
+    (tmp_path / "checks.py").write_text(CHECKS)
+    env = {k: v for k, v in os.environ.items() if k != "CPL_DEBUG"}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
+    ran = subprocess.run([sys.executable, "-m", "runtime.cli", "run", "pipeline.py",
+                          "--trace", "t.jsonl", *([mode] if mode == "--sim" else [])],
+                         capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    assert ran.returncode == 1
+    assert ran.stdout == 'Builder: result = "built"\nTester: result = "built"\n'
+    assert ran.stderr == RAISED
+    trace = load_trace(tmp_path / "t.jsonl")
+    assert [e.id for e in trace.events if e.lifeline == "Tester"][-1] == "Tester.1"
+    first, _, rest = RAISED.partition("\n")
+    assert trace.meta["error"] == first.removeprefix("cpl run: ")
+    assert trace.meta["traceback"] == rest.rsplit("\n  (trace", 1)[0]
+
+
+def test_a_lifeline_that_fails_before_its_first_event_says_so(tmp_path):
+    (tmp_path / "first.py").write_text(
+        'from choreo import Choreography\n'
+        'c = Choreography("first")\n'
+        'A, B = c.lifelines("A", "B")\n'
+        'x = c.var("x", int)\n'
+        'c.act(A, lambda v, rng: 1 // 0, assigns=[x], label="divide")\n'
+        'c.send(A, B, x)\n')
+    ran = cpl("run", "first.py", "--sim", cwd=tmp_path)
+    assert ran.stderr == (
+        "cpl run: first.py:5: error: A, before its first event: action 'divide' raised "
+        "ZeroDivisionError: integer division or modulo by zero\n"
+        "  where the action raised (most recent call last):\n"
+        '    File "first.py", line 5, in <lambda>\n'
+        "      c.act(A, lambda v, rng: 1 // 0, assigns=[x], label=\"divide\")\n")
