@@ -103,14 +103,14 @@ def user_traceback(error: BaseException) -> str:
         frames.pop(0)  # asyncio's, awaiting the action for a driver
     if not frames:
         return ""
-    hidden = len(frames) - MOST_FRAMES
-    frames = traceback.StackSummary.from_list([
+    shown = traceback.StackSummary.from_list([
         traceback.FrameSummary(shown_path(frame.filename), frame.lineno, frame.name,
-                               line=frame.line) for frame in frames[-MOST_FRAMES:]])
+                               line=frame.line) for frame in frames]).format()  # a recursion's
+    hidden = len(shown) - MOST_FRAMES  # repeats are one "[Previous line repeated N more times]"
     lines = ["where the action raised (most recent call last):"]
     if hidden > 0:
         lines.append(f"  ... {hidden} earlier frames")
-    lines += [line for text in frames.format() for line in text.rstrip("\n").split("\n")]
+    lines += [line for text in shown[-MOST_FRAMES:] for line in text.rstrip("\n").split("\n")]
     return "\n".join(f"  {line}" for line in lines)
 
 

@@ -258,3 +258,27 @@ def test_a_lifeline_that_fails_before_its_first_event_says_so(tmp_path):
         "  where the action raised (most recent call last):\n"
         '    File "first.py", line 5, in <lambda>\n'
         "      c.act(A, lambda v, rng: 1 // 0, assigns=[x], label=\"divide\")\n")
+
+
+def test_a_deep_traceback_keeps_its_innermost_frames_and_a_recursion_is_one_line():
+    from choreo.actions import MOST_FRAMES, user_traceback
+    namespace: dict = {}
+    exec("def f0():\n    raise ValueError('deep')\n" + "".join(
+        f"def f{k}():\n    return f{k - 1}()\n" for k in range(1, 30)), namespace)
+    try:
+        namespace["f29"]()
+    except ValueError as error:
+        lines = user_traceback(error).split("\n")
+    assert lines[:2] == ["  where the action raised (most recent call last):",
+                         f"    ... {31 - MOST_FRAMES} earlier frames"]
+    assert lines[-1] == '    File "<string>", line 2, in f0'  # no source: a line a frame
+    assert len(lines) == 2 + MOST_FRAMES
+
+    def down(n):
+        return down(n + 1)
+    try:
+        down(0)
+    except RecursionError as error:
+        text = user_traceback(error)
+    assert "in down\n      return down(n + 1)\n    [Previous line repeated " in text
+    assert text.count("in down") == 3 and "in test_a_deep_traceback" in text
