@@ -264,5 +264,6 @@ def test_an_action_of_two_variables_must_return_two_values():
     x, y = c.var("x", int), c.var("y", int)
     c.act(A, lambda v, rng: (1, 2, 3), assigns=[x, y], label="pair")
     result = simulate(c)
-    assert result.status == "failed" and "A, before its first event: action 'pair' returned (1, 2, 3); it " \
-        "assigns x, y, so it must return a tuple of 2 values or a dict of them" in result.error
+    assert result.status == "failed" and "A, before its first event: action 'pair' returned " \
+        "(1, 2, 3); it assigns x, y, so it must return a tuple of 2 values or a dict of them" \
+        in result.error
