@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -98,8 +99,7 @@ def user_traceback(error: BaseException) -> str:
                  and getattr(module, "__file__", None))
     frames = [frame for frame in traceback.extract_tb(error.__traceback__)
               if not os.path.abspath(frame.filename).startswith(ours)]
-    library = os.path.dirname(os.path.abspath(os.__file__)) + os.sep
-    while frames and os.path.abspath(frames[0].filename).startswith(library):
+    while frames and _standard(frames[0].filename):
         frames.pop(0)  # asyncio's, awaiting the action for a driver
     if not frames:
         return ""
@@ -112,6 +112,13 @@ def user_traceback(error: BaseException) -> str:
         lines.append(f"  ... {hidden} earlier frames")
     lines += [line for text in shown[-MOST_FRAMES:] for line in text.rstrip("\n").split("\n")]
     return "\n".join(f"  {line}" for line in lines)
+
+
+def _standard(filename: str) -> bool:
+    """Whether ``filename`` is in Python's standard library (not an installed package's)."""
+    path = os.path.abspath(filename)
+    return path.startswith(os.path.join(sysconfig.get_paths()["stdlib"], "")) and not (
+        {"site-packages", "dist-packages"} & set(path.split(os.sep)))  # a venv's base's too
 
 
 def assignments(s: LAct, value, variables: dict, lifeline: str, event) -> dict:
