@@ -91,13 +91,22 @@ def family_guards(label: str, members: Iterable[str],
 class GraphGuards:
     """The agents of one graph, and the wrappers that make its nodes lifelines."""
 
-    def __init__(self, system: System, *, log: str | None = None, channel: str = CHANNEL):
-        """``log``: a folder (made if missing) for one ``<lifeline>.jsonl`` per agent."""
+    def __init__(self, system: System, *, log: str | None = None, channel: str = CHANNEL,
+                 overwrite: bool = False):
+        """``log``: a folder (made if missing) for one ``<lifeline>.jsonl`` per agent; logs
+        there already are an earlier run's, replaced only with ``overwrite``."""
         self.system, self.channel, self._variables = system, channel, system.variables
         if log is not None:
             os.makedirs(log, exist_ok=True)
             log = os.path.join(log, "")
-        self._agents = {name: system.agent(name, log=log) for name in system.lifelines}
+        self._agents = {}
+        try:
+            for name in system.lifelines:
+                self._agents[name] = system.agent(name, log=log, overwrite=overwrite)
+        except LiveError:  # an earlier run's log: the agents made so far close theirs
+            for agent in self._agents.values():
+                agent.close()
+            raise
         self._made: OrderedDict[str, Token] = OrderedDict()  # text -> Token, not yet received
         self._made_lock = threading.Lock()
 

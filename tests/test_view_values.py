@@ -130,7 +130,7 @@ def ends(trace: Trace) -> dict[str, str]:
 def test_only_the_lifeline_that_failed_is_marked_failed(tmp_path):
     trace = failed_run(tmp_path)
     assert trace.meta["status"] == "failed"
-    assert trace.meta["failed"] == {"lifeline": "B", "event": "B.2"}
+    assert trace.meta["failed"] == {"lifeline": "B", "after": "B.1"}
     marks = ends(trace)
     assert marks["A"] == marks["C"] == "stopped"
     assert marks["B"].startswith("failed: action 'compute x' raised Zero")

@@ -39,11 +39,13 @@ class AgentLog:
         os.register_at_fork(after_in_child=self._forget)
 
     @classmethod
-    def open(cls, where: str, system, lifeline: str, fsync: bool = False) -> "AgentLog":
+    def open(cls, where: str, system, lifeline: str, fsync: bool = False,
+             overwrite: bool = False) -> "AgentLog":
         """The log at ``where``: a ``.jsonl`` file, or else a folder (made if need be) for
         ``<where>/<lifeline>.jsonl`` (by position, ``<where>/lifeline-<k>.jsonl``, when the
         name is no plain file name): a folder named like a file would have every agent of
-        a process truncate one log."""
+        a process truncate one log.  A log that exists is an earlier run's (or another
+        agent's): replaced only with ``overwrite``, else ``LiveError`` naming it."""
         where = os.fspath(where)
         try:
             if not where.lower().endswith(".jsonl"):
@@ -51,8 +53,12 @@ class AgentLog:
                 name = lifeline if _SAFE_NAME.fullmatch(lifeline) else \
                     f"lifeline-{system.lifelines.index(lifeline)}"
                 where = os.path.join(where, f"{name}.jsonl")
-            descriptor = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
-                                 0o644)
+            descriptor = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_APPEND | (
+                os.O_TRUNC if overwrite else os.O_EXCL), 0o644)
+        except FileExistsError:
+            raise LiveError(f"{lifeline}'s log {where} exists already (an earlier run's?): "
+                            f"move or delete it first (after cpl merge, if its events "
+                            f"matter), or give overwrite=True with log= to replace it") from None
         except OSError as error:
             raise LiveError(f"cannot write {lifeline}'s log at {where}: "
                             f"{unwritable(where, error)}") from None

@@ -115,11 +115,14 @@ class System:
         except (KeyError, TypeError):
             raise UnknownLabel(label, self.guards) from None
 
-    def agent(self, lifeline: str, *, log: str | None = None, fsync: bool = False):
+    def agent(self, lifeline: str, *, log: str | None = None, fsync: bool = False,
+              overwrite: bool = False):
         """The one object through which ``lifeline`` takes its events; ``log`` (a ``.jsonl``
-        file, or a folder for ``<folder>/<lifeline>.jsonl``) records them as they happen."""
+        file, or a folder for ``<folder>/<lifeline>.jsonl``) records them as they happen.
+        An existing log is kept (``LiveError``) unless ``overwrite``: an earlier run's
+        events are not lost to a re-run."""
         from .agent import Agent
-        return Agent(self, lifeline, log=log, fsync=fsync)
+        return Agent(self, lifeline, log=log, fsync=fsync, overwrite=overwrite)
 
     def check_updates(self, updates: Mapping) -> None:
         """Every name declared, every value one a trace can hold."""

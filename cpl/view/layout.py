@@ -119,7 +119,7 @@ def _ends(meta, lanes: Mapping[str, int], last_row: Mapping[str, int]) -> list[E
 def _failed_lifeline(meta: Mapping, lanes: Mapping[str, int]) -> str | None:
     """The lifeline whose failure ended the run: ``meta.failed.lifeline``, or in a trace
     recorded before that field, the one the error names as a run failure does
-    (``…error: NAME, event ID: cause``) when exactly one lifeline fits."""
+    (``…error: NAME, after ID: cause``) when exactly one lifeline fits."""
     failed = meta.get("failed")
     if isinstance(failed, Mapping) and isinstance(failed.get("lifeline"), str):
         return failed["lifeline"] if failed["lifeline"] in lanes else None
@@ -127,9 +127,17 @@ def _failed_lifeline(meta: Mapping, lanes: Mapping[str, int]) -> str | None:
     if not isinstance(error, str):
         return None
     head = error.split("\n", 1)[0]
-    fits = [name for name in lanes if head.startswith(f"{name}, event ")
-            or f"error: {name}, event " in head]
+    fits = [name for name in lanes if _failure_head(name).match(head)
+            or _failure_head(name, "error: ").search(head)]
     return fits[0] if len(fits) == 1 else None
+
+
+def _failure_head(name: str, lead: str = "") -> re.Pattern:
+    """Where a run failure's message says it happened: ``NAME, after ID: `` (``event ID``
+    in traces recorded before it named the event the trace holds; ``before its first
+    event``)."""
+    return re.compile(re.escape(f"{lead}{name}, ") +
+                      r"(?:event [^:]*|after [^:]*|before its first event): ")
 
 
 def _failed_text(meta: Mapping, name: str) -> str:
@@ -138,7 +146,7 @@ def _failed_text(meta: Mapping, name: str) -> str:
     if not isinstance(error, str):
         return "failed"
     cause = error.split("\n", 1)[0]
-    found = re.search(re.escape(f"{name}, event ") + r"[^:]*: ", cause)
+    found = _failure_head(name).search(cause)
     if found:
         cause = cause[found.end():]
     return f"failed: {_short(cause, 32)}"

@@ -153,6 +153,7 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
                 lost.append(error)
     if meta["status"] != "ok":
         print(f"cpl run: {meta.get('error', meta['status'])}"
+              + (f"\n{meta['traceback']}" if meta.get("traceback") else "")  # an action's own
               + (f"\n  (trace written to {args.trace})" if args.trace and not lost else ""),
               file=sys.stderr)
     code = EXIT_CODES[meta["status"]]
