@@ -84,7 +84,8 @@ class Ray:
 @pytest.fixture(scope="module")
 def ray_cluster():
     tag = f"ray-session-{uuid.uuid4().hex[:12]}"
-    folder = session_folder("cpl-raytest-")
+    folder = session_folder("cpl-rayt-")  # short: Ray adds up to 67 bytes to its socket paths
+    os.mkdir(os.path.join(folder, "ray"))  # where Ray writes ray_current_cluster (RAY_TMPDIR/ray)
     settings = {TAG: tag, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": folder,
                 "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # 127.0.0.1 stays 127.0.0.1
     saved = {name: os.environ.get(name) for name in settings}
@@ -100,7 +101,7 @@ def ray_cluster():
         cluster = Cluster()  # no node yet: a head that fails half-started is still shut down
         try:
             cluster.add_node(num_cpus=1, resources={"host-a": 1}, node_ip_address="127.0.0.1",
-                             include_dashboard=False, temp_dir=os.path.join(folder, "ray"))
+                             include_dashboard=False, temp_dir=folder)
             cluster.add_node(num_cpus=1, resources={"host-b": 1}, node_ip_address="127.0.0.1")
             ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
             yield Ray(cluster, tag)
