@@ -157,3 +157,22 @@ def test_the_newcomer_path_passes_a_skip_and_fails_a_failure(tmp_path):
                       body="import pytest\n\n@pytest.fixture\ndef f():\n    raise OSError\n\n"
                            "def test_x(f):\n    pass\n")
     assert errors.returncode == 1 and "1 error" in errors.stdout, errors.stdout
+
+
+def test_a_group_runs_on_one_worker(tmp_path):
+    """``--dist loadgroup`` (the README's command) keeps an ``xdist_group`` on one worker:
+    ``xdist_groups`` where pytest-xdist's own grouping no longer takes (pytest ≥ 9.2)."""
+    body = ("import os, pytest\n\n"
+            "@pytest.mark.xdist_group('timing')\n"
+            "@pytest.mark.parametrize('i', range(8))\n"
+            "def test_grouped(i):\n"
+            "    print('WORKER', os.environ['PYTEST_XDIST_WORKER'])\n\n"
+            "@pytest.mark.parametrize('i', range(8))\n"
+            "def test_free(i):\n"
+            "    print('FREE', os.environ['PYTEST_XDIST_WORKER'])\n")
+    result = tiny_run(tmp_path, None, "-p", "xdist_groups", "-n", "2", "--dist", "loadgroup",
+                      "-rA", body=body)
+    assert result.returncode == 0, result.stdout + result.stderr
+    workers = re.findall(r"^WORKER (gw\d)$", result.stdout, re.M)
+    assert len(workers) == 8 and len(set(workers)) == 1, result.stdout
+    assert "test_grouped[0]@timing" in result.stdout
