@@ -17,7 +17,6 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
 import subprocess
 import time
@@ -32,10 +31,10 @@ from choreo.simulate import Simulator
 from cpl.semantics import explain
 from cpl.trace import Event, Trace, load_trace
 from cpl.view import html as viewer, layout, render
+from needs import CHROMIUM
 
 FIG2 = "examples/traces/fig2.json"
 HOSTILE = "</script><script>window.pwned=1;alert(1)</script>"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
