@@ -12,6 +12,9 @@ guarding the agents added (tests/test_live.py counts them).
 
     python examples/embedding/asyncio_review.py --logs logs/
     cpl merge logs/ -o review.jsonl && cpl eval review.jsonl
+
+A second run into the same folder stops on one line naming the log that is there
+(exit 2): add ``--overwrite`` to replace the earlier run's logs.
 """
 
 import argparse

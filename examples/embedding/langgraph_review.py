@@ -16,6 +16,9 @@ refused (the failing report is in the Committer's past); ``c2`` passes and is me
     python examples/embedding/langgraph_review.py --logs logs/
     cpl merge logs/ -o review.jsonl && cpl eval review.jsonl
     cpl render review.jsonl -o review.svg
+
+A second run into the same folder stops on one line naming the log that is there
+(exit 2): add ``--overwrite`` to replace the earlier run's logs.
 """
 
 import argparse

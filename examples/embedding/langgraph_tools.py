@@ -17,6 +17,9 @@ create is in the past and the write runs.  No model key: the AIMessages are scri
     python examples/embedding/langgraph_tools.py --logs logs/
     cpl merge logs/ -o tools.jsonl && cpl eval tools.jsonl
     cpl render tools.jsonl -o tools.svg
+
+A second run into the same folder stops on one line naming the log that is there
+(exit 2): add ``--overwrite`` to replace the earlier run's logs.
 """
 
 import argparse

@@ -18,6 +18,9 @@ no API key.
     python examples/embedding/openai_agents_refund.py --logs logs/
     cpl merge logs/ -o refund.jsonl && cpl eval refund.jsonl
     cpl render refund.jsonl -o refund.svg
+
+A second run into the same folder stops on one line naming the log that is there
+(exit 2): add ``--overwrite`` to replace the earlier run's logs.
 """
 
 from __future__ import annotations

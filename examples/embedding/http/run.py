@@ -7,6 +7,10 @@ The Reviewer and the Deployer run under uvicorn in their own processes on 127.0.
 Author deploys before any review (refused: the approval is not in the Deployer's causal
 past), calls without a token (refused: missing), gets v2 approved, asks for v3 (refused:
 v3 was never approved), then deploys v2 (allowed).
+
+A second run into the same DIR stops on one line naming the log that is there (exit 2),
+the Author's before any service starts: add ``--overwrite`` (passed on to the services) to
+replace the earlier run's logs.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ server in its own process (``server.py``, over stdio). The Drafter asks the Mail
 send draft d1 before anyone approved it (refused: the guard is false, and the error
 result explains why), has the Approver approve d1, then asks again (sent), then tries
 to send a draft d2 that nobody approved (refused). Each agent logs to DIR/<name>.jsonl.
+
+A second run into the same folder stops on one line naming the log that is there (exit
+2), the Drafter's before the server starts: add ``--overwrite`` (passed on to the server)
+to replace the earlier run's logs.
 """
 
 import argparse
