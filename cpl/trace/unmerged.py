@@ -38,7 +38,7 @@ def merge_first(path) -> TraceError | None:
                 return None
             what = "a folder of agents' logs (cpl.live)"
             sources = [path] if not others else logs
-        elif _is_agent_log(path):
+        elif os.path.isfile(path) and _is_agent_log(path):  # a FIFO would wait for a writer
             logs, others = _logs_in(os.path.dirname(path) or ".")
             what = "an agent's log (cpl.live)"
             folder = os.path.dirname(path) or "."
