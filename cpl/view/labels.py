@@ -151,6 +151,15 @@ class Taken:
     def add(self, box: Box) -> None:
         self.grid.add(("text", box), box.left, box.top, box.right, box.bottom)
 
+    def remove(self, box: Box) -> None:
+        """Take back a text placed with ``add`` (to try it larger)."""
+        for key in self.grid._keys(box.left, box.top, box.right, box.bottom):
+            cell = self.grid.cells.get(key, [])
+            for k, thing in enumerate(cell):
+                if thing[0] == "text" and thing[1] is box:
+                    del cell[k]
+                    break
+
     def free(self, box: Box, own: int | None = None) -> bool:
         """Whether ``box`` keeps clear of all text and of every arrow but ``own``."""
         for thing in self.grid.near(box, once=False):

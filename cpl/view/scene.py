@@ -26,6 +26,9 @@ FONT = "Helvetica"
 TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
 INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
 LABEL = 9.0  # label text size
+ID = 7.5  # an event id's text size
+ID_INK = "#78909c"
+ID_CHARS = 40  # an id longer than this does not fit by default (--ids draws it, wrapped)
 HEAD_LINES = 3  # a lifeline's name takes at most this many lines in its head
 PASSES = 40  # times the rows may be pulled apart to make room for labels
 STALLED = 16  # passes without fewer labels left unplaced before giving up
@@ -154,9 +157,11 @@ def scene(layout: Layout) -> Scene:
     return placed[0]
 
 
-def _dot_lines(dot) -> list[str]:
-    """An event's label: its text, and a choice's whole guard under it."""
-    lines = wrap(dot.text, LABEL, COLUMN - 30) if dot.text else []
+def _dot_lines(dot, text: str | None = None) -> list[str]:
+    """An event's label: its text (placed as ``bare``, see ``_with_values``), and a
+    choice's whole guard under it."""
+    text = dot.bare if text is None and dot.bare is not None else text or dot.text
+    lines = wrap(text, LABEL, COLUMN - 30) if text else []
     if dot.kind == "choice" and dot.guard:
         lines += wrap(dot.guard, LABEL, COLUMN - 30, most=GUARD_LINES)
     return lines
@@ -232,6 +237,8 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     for dot in layout.dots:
         groups.extend(_dot_groups(dot, layout, _lane_x(dot.lane), rows.y(dot.row)))
     later = []  # right of its dot first for every event; left of it only where that is taken
+    label_boxes: dict[int, tuple] = {}  # dot index -> its label's box and lines
+    label_at: dict[int, int] = {}  # dot index -> its label's place in texts
     for first in (True, False):
         for n, dot in (enumerate(layout.dots) if first else later):
             lines = dot_lines[n]
@@ -255,8 +262,10 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
                 crowded.extend([(dot.row, 12.0), (dot.row + 1, 12.0)] if ways[pick] is None
                                else ways[pick] or [(-1, 0.0)])  # []: only cut arrows
                 box = spots[0]
-            box = box[0]
+            box, lines = box
             taken.add(box)
+            label_boxes[dot.index] = (box, lines)
+            label_at[dot.index] = len(texts)
             texts.append(Group(f"label-{dot.index}", "node", (Text(
                 box.left, box, tuple(lines), LABEL, _ink(dot.past, "#37474f")),)))
     for number, arrow in enumerate(layout.arrows):
@@ -275,6 +284,16 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
         ink = _ink(arrow.past)
         texts.append(Group(f"msglabel-{number}", "node", (Text(
             (box.left + box.right) / 2, box, tuple(lines), LABEL, ink, "middle"),)))
+    for dot in layout.dots:  # then each act's values, where its label with them fits
+        if dot.bare is not None and dot.index in label_at:
+            _with_values(dot, rows.y(dot.row), label_boxes, taken, texts, label_at[dot.index])
+    if layout.ids is not False:
+        for dot in layout.dots:
+            placed = _id_text(dot, rows.y(dot.row), label_boxes.get(dot.index), taken,
+                              layout.ids)
+            if placed is not None:
+                taken.add(placed.box)
+                texts.append(Group(f"id-{dot.index}", "node", (placed,)))
     groups.extend(texts)
     groups.extend(ends)
     right = max([_lane_x(lanes - 1) + COLUMN / 2 if lanes else MARGIN * 2]
@@ -283,6 +302,73 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     height = max([y_bottom + MARGIN + 6] + [item.box.bottom + MARGIN for g in groups
                                              for item in g.items if isinstance(item, Text)])
     return Scene(right, height, tuple(groups), layout.title), crowded
+
+
+def _with_values(dot, y: float, label_boxes: dict, taken: Taken, texts: list,
+                 at: int) -> None:
+    """An act's label placed without its values (``dot.bare``) swapped for the whole
+    text (``dot.text``) on the same side, if that covers nothing: by default values are
+    shown where they fit, and never move anything (nor make the rows pulling apart
+    start over: pictures stay as tall as their labels need)."""
+    box, lines = label_boxes[dot.index]
+    x, off = _lane_x(dot.lane), 14 if dot.frontier else 12
+    whole = _dot_lines(dot, dot.text)
+    left = box.right < x
+    spot = text_box(whole, LABEL, x - off if left else x + off, y, "end" if left else "start")
+    taken.remove(box)
+    if not taken.free(spot):
+        taken.add(box)
+        return
+    taken.add(spot)
+    label_boxes[dot.index] = (spot, whole)
+    item = texts[at].items[0]
+    texts[at] = attrs.evolve(texts[at], items=(attrs.evolve(
+        item, x=spot.left, box=spot, lines=tuple(whole)),))
+
+
+def _id_spots(dot, y: float, label: tuple | None, far: bool = False):
+    """Where an event's id may sit: beside its dot — left, right — then above or below
+    it on either side (the side its arrow does not leave or come in by), then beside the
+    first line of its label (``label``: its box and lines), on the side away from the dot;
+    with ``far``, also a line above or below it."""
+    off = {"choice": 13.0, "fold": 10.0}.get(dot.kind, 9.0) + (3.0 if dot.frontier else 0.0)
+    x = _lane_x(dot.lane)
+    lines = wrap(dot.ident, ID, COLUMN - 30, most=8)
+    h = line_height(ID) * len(lines)
+    yield text_box(lines, ID, x - off, y, "end"), lines
+    yield text_box(lines, ID, x + off, y, "start"), lines
+    for dy in (-(h / 2 + 2.5), h / 2 + 2.5):
+        yield text_box(lines, ID, x - off + 2, y + dy, "end"), lines
+        yield text_box(lines, ID, x + off - 2, y + dy, "start"), lines
+    if label is not None:  # before its label's first line, left of the dot; else after it
+        (box, words), first = label, label[0].top + line_height(LABEL) / 2
+        if box.right < x:
+            yield text_box(lines, ID, box.left - PAD - 2, first, "end"), lines
+        else:
+            yield text_box(lines, ID, box.left + width(words[0], LABEL) + PAD + 3, first,
+                           "start"), lines
+    if far:  # with --ids: a line further up or down, clear of labels on the dot's row
+        for dy in (-(h * 1.5 + 5), h * 1.5 + 5):
+            yield text_box(lines, ID, x - off + 4, y + dy, "end"), lines
+            yield text_box(lines, ID, x + off - 4, y + dy, "start"), lines
+
+
+def _id_text(dot, y: float, label: tuple | None, taken: Taken,
+             ids: bool | None) -> Text | None:
+    """The id of ``dot`` in the first of its spots that covers nothing — by default only
+    there (an id that does not fit is left out: the viewer shows it on hover); with
+    ``ids``, where it covers least if no spot is free."""
+    if ids is None and len(dot.ident) > ID_CHARS:
+        return None
+    # --ids: in the spot that covers least, rows never pulled apart for an id — that
+    # would move the arrows every label was placed clear of
+    chosen = _choose(_id_spots(dot, y, label, ids is True), taken, None, ids is True)
+    if chosen is None:
+        return None
+    box, lines = chosen
+    anchor = "end" if box.right <= _lane_x(dot.lane) else "start"
+    return Text(box.right if anchor == "end" else box.left, box, tuple(lines), ID,
+                _ink(dot.past, ID_INK), anchor)
 
 
 def _choose(spots, taken: Taken, own: int | None, final: bool):
