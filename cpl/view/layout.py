@@ -39,7 +39,7 @@ class Dot:
     past: bool | None = None  # with a highlight: in its causal past; else None
     frontier: bool = False  # with a highlight: the latest event of its lifeline it saw
     ident: str = ""  # the event id cpl explain takes (a fold: its first and last)
-    bare: str | None = None  # an act's text without the values it set, where they may not fit
+    bare: str | None = None  # its text without values (by default shown where they fit)
 
 
 @attrs.frozen
@@ -167,6 +167,7 @@ def placed(window: Window, values: bool | None = None, ids: bool | None = None) 
     members: dict[int, list[Seen]] = {}
     for seen in window.kept:
         members.setdefault(window.first(seen), []).append(seen)
+    carried = {m.recv[0]: m.send.event.payload for m in window.messages if m.recv is not None}
     dots, dot_of, last_row = [], {}, {}
     for first, group in members.items():
         seen, event, count = group[0], group[0].event, len(group)
@@ -176,7 +177,7 @@ def placed(window: Window, values: bool | None = None, ids: bool | None = None) 
         frontier = focus is not None and any(s.local == focus[s.lane] - 1 for s in group)
         in_past = None if focus is None else any(s.in_past(focus) for s in group)
         ident = event.id if count == 1 else f"{event.id} … {group[-1].event.id}"
-        text = _dot_text(event, count, values)
+        text = _dot_text(event, count, values, carried.get(first))
         bare = _dot_text(event, count, False) if values is None else None
         dots.append(Dot(first, count, seen.lane, row, "fold" if count > 1 else event.kind,
                         text, event.guard, event.outcome, in_past, frontier, ident,
@@ -189,7 +190,7 @@ def placed(window: Window, values: bool | None = None, ids: bool | None = None) 
         in_past = None if focus is None else send.in_past(focus) and (
             recv is None or recv[2] < focus[recv[1]])
         arrows.append(Arrow(send_dot, recv_dot, send.lane, lanes[send.event.to],
-                            arrow_text(send.event, values, None if recv is None else recv[4]),
+                            arrow_text(send.event, values),
                             recv is None, in_past))
     ends = _ends(window.header.meta, lanes, last_row) if window.bottom == window.last_row else []
     return Layout(tuple(window.header.lifelines), tuple(dots), tuple(arrows), tuple(ends),
@@ -207,17 +208,12 @@ def drawn_messages(window: Window, dots) -> list[Message]:
         m.send.index in dots or (m.recv is not None and m.recv[0] in dots))]
 
 
-def arrow_text(event, values: bool | None = None, received=None) -> str:
+def arrow_text(event, values: bool | None = None) -> str:
     """A send's arrow label: its name, and the values its message carried as JSON text
-    (``review(candidate="c1")``) — data shown, never read.  A message recorded without
-    its values (``payload``: an agent of ``cpl.live`` sends a token, not the data) shows
-    ``received``, the values its receive set, which is what it brought.  A decision's
-    control message already says its outcome in its label, so its ``{"outcome": …}`` is
-    not repeated."""
+    (``review(candidate="c1")``) — data shown, never read.  A decision's control message
+    already says its outcome in its label, so its ``{"outcome": …}`` is not repeated."""
     name = _short(event.label or event.msg, 32)
     payload = event.payload
-    if payload is None and received:
-        payload = received
     if values is False or payload is None or _says_outcome(event):
         return name
     if isinstance(payload, Mapping):
@@ -268,7 +264,7 @@ def _says_outcome(event) -> bool:
             and event.label.endswith(": " + json.dumps(payload["outcome"])))
 
 
-def _dot_text(event, count: int, values: bool | None = None) -> str:
+def _dot_text(event, count: int, values: bool | None = None, carried=None) -> str:
     if count > 1:
         return f"{count} local acts"
     if event.kind == "choice":
@@ -276,7 +272,20 @@ def _dot_text(event, count: int, values: bool | None = None) -> str:
         return _short(event.label or event.id, 40) + outcome
     if event.kind == "act":
         return _act_text(event, values)
+    if event.kind == "recv" and values is not False and event.set:
+        return _received_text(event, values, carried)
     return ""  # a send or receive: its arrow carries the label
+
+
+def _received_text(event, values: bool | None, carried) -> str:
+    """The values a receive set that its arrow does not show already: an agent of
+    ``cpl.live`` sends a token, not its data, so what it set on receiving is drawn here
+    (``candidate="c1"``); a run's receive sets what its message carried, shown on the
+    arrow."""
+    carried = carried if isinstance(carried, Mapping) else {}
+    pairs = [(str(key), _json(value)) for key, value in event.set.items()
+             if not (key in carried and _json(carried[key]) == _json(value))]
+    return _with_values("", pairs, values, "{}") if pairs else ""
 
 
 def _act_text(event, values: bool | None) -> str:

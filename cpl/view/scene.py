@@ -284,9 +284,10 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
         ink = _ink(arrow.past)
         texts.append(Group(f"msglabel-{number}", "node", (Text(
             (box.left + box.right) / 2, box, tuple(lines), LABEL, ink, "middle"),)))
-    for dot in layout.dots:  # then each act's values, where its label with them fits
-        if dot.bare is not None and dot.index in label_at:
-            _with_values(dot, rows.y(dot.row), label_boxes, taken, texts, label_at[dot.index])
+    for dot in layout.dots:  # then the values acts and receives set, where they fit
+        if dot.bare is not None and (dot.index in label_at or not dot.bare):
+            _with_values(dot, rows.y(dot.row), label_boxes, taken, texts,
+                         label_at.get(dot.index))
     if layout.ids is not False:
         for dot in layout.dots:
             placed = _id_text(dot, rows.y(dot.row), label_boxes.get(dot.index), taken,
@@ -305,25 +306,35 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
 
 
 def _with_values(dot, y: float, label_boxes: dict, taken: Taken, texts: list,
-                 at: int) -> None:
-    """An act's label placed without its values (``dot.bare``) swapped for the whole
-    text (``dot.text``) on the same side, if that covers nothing: by default values are
-    shown where they fit, and never move anything (nor make the rows pulling apart
-    start over: pictures stay as tall as their labels need)."""
-    box, lines = label_boxes[dot.index]
+                 at: int | None) -> None:
+    """By default values are shown where they fit, never moving anything (nor making the
+    pulling apart of rows start over): an act's label placed without them
+    (``dot.bare``) becomes its whole text (``dot.text``) where that covers nothing —
+    its side of the dot first, then the other, then half a line lower or higher; a
+    receive's values (``at`` None: it has no label) go in the first such spot too."""
     x, off = _lane_x(dot.lane), 14 if dot.frontier else 12
     whole = _dot_lines(dot, dot.text)
-    left = box.right < x
-    spot = text_box(whole, LABEL, x - off if left else x + off, y, "end" if left else "start")
-    taken.remove(box)
-    if not taken.free(spot):
-        taken.add(box)
+    h = line_height(LABEL) * len(whole)
+    sides = [(x + off, "start"), (x - off, "end")][:1 + (dot.lane > 0)]
+    old = None if at is None else label_boxes[dot.index][0]
+    if old is not None and old.right < x:
+        sides.reverse()
+    spots = [text_box(whole, LABEL, side, y + dy, anchor)
+             for dy in (0.0, h / 2 + 2, -(h / 2 + 2)) for side, anchor in sides]
+    if old is not None:
+        taken.remove(old)
+    spot = next((s for s in spots if taken.free(s)), None)
+    if spot is None:
+        if old is not None:
+            taken.add(old)
         return
     taken.add(spot)
     label_boxes[dot.index] = (spot, whole)
-    item = texts[at].items[0]
-    texts[at] = attrs.evolve(texts[at], items=(attrs.evolve(
-        item, x=spot.left, box=spot, lines=tuple(whole)),))
+    item = Text(spot.left, spot, tuple(whole), LABEL, _ink(dot.past, "#37474f"))
+    if at is None:
+        texts.append(Group(f"label-{dot.index}", "node", (item,)))
+    else:
+        texts[at] = attrs.evolve(texts[at], items=(item,))
 
 
 def _id_spots(dot, y: float, label: tuple | None, far: bool = False):

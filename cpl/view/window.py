@@ -52,10 +52,10 @@ class Seen(NamedTuple):
 
 class Message(NamedTuple):
     """A message whose send or receive the window kept; ``recv`` (trace index, lane,
-    local position, id, the values the receive set) once received, drawn or not."""
+    local position, id) once received, drawn or not."""
 
     send: Seen
-    recv: tuple | None = None
+    recv: tuple[int, int, int, str] | None = None
 
 
 class Pass:
@@ -144,7 +144,7 @@ class Pass:
             self.messages[event.msg] = Message(seen)
         elif event.kind == "recv":
             message = self.messages.get(event.msg)
-            received = (seen.index, seen.lane, seen.local, event.id, event.set)
+            received = (seen.index, seen.lane, seen.local, event.id)
             if message is not None and message.recv is None:
                 self.messages[event.msg] = message._replace(recv=received)
             elif message is None and kept and sent is not None:
