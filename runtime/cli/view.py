@@ -181,9 +181,9 @@ def add_ids(parser, prefix: str = "") -> None:
     """``--ids`` / ``--no-ids``: each event's id beside it (``None``: where it fits)."""
     parser.add_argument("--ids", action=argparse.BooleanOptionalAction, default=None,
                         help=f"{prefix}show beside each event its id, as cpl explain takes it "
-                        f"(Committer.4): --ids on every event (rows are pulled apart for "
-                        f"them), --no-ids on none (default: where one fits without moving "
-                        f"anything)")
+                        f"(Committer.4): --ids on every event (where no spot is free, in "
+                        f"the one that covers least), --no-ids on none (default: where one "
+                        f"fits without moving anything)")
 
 
 __all__ = ["add_ids", "add_values", "add_view_commands", "cmd_explain", "cmd_render", "drawn", "write_atomically"]
