@@ -174,7 +174,7 @@ def add_values(parser, prefix: str = "") -> None:
                         f"e.g. review(candidate=3), and beside each act the values it set: "
                         f"--values shows them all, --no-values none "
                         f"(default: where the label stays within {SHORT_LABEL} characters, "
-                        f"long values cut with …)")
+                        f"long values cut with …; an act's where they fit)")
 
 
 def add_ids(parser, prefix: str = "") -> None:
