@@ -342,9 +342,27 @@ def _id_spots(dot, y: float, label: tuple | None, far: bool = False):
     it on either side (the side its arrow does not leave or come in by), then beside the
     first line of its label (``label``: its box and lines), on the side away from the dot;
     with ``far``, also a line above or below it."""
-    off = {"choice": 13.0, "fold": 10.0}.get(dot.kind, 9.0) + (3.0 if dot.frontier else 0.0)
+    off = {"choice": 13.0, "fold": 10.0}.get(dot.kind, 9.0) + (6.0 if dot.frontier else 0.0)
     x = _lane_x(dot.lane)
     lines = wrap(dot.ident, ID, COLUMN - 30, most=8)
+    places = list(_id_places(dot, x, y, off, lines, label, far))
+    kept = [(box, found) for box, found in places if _clear(box, x, dot.lane)]
+    # --ids (far): an id is drawn even where no place keeps clear of the lifelines
+    yield from kept or (places[:1] if far else ())
+
+
+def _clear(box: Box, x: float, lane: int) -> bool:
+    """Whether an id at ``box`` (of the event on ``lane``, at ``x``) is inside the canvas
+    and clear of every lifeline's line and the dots on it (dots are not in ``Taken``)."""
+    if box.left < MARGIN / 2 or box.left < x < box.right:
+        return False
+    first, last = (round((edge - LEFT) / COLUMN) for edge in (box.left, box.right))
+    return all(not box.left - 12 < _lane_x(k) < box.right + 12
+               for k in range(first - 1, last + 2) if k != lane)
+
+
+def _id_places(dot, x: float, y: float, off: float, lines: list[str], label, far: bool):
+    """``_id_spots`` before the check that they keep clear of the lifelines."""
     h = line_height(ID) * len(lines)
     yield text_box(lines, ID, x - off, y, "end"), lines
     yield text_box(lines, ID, x + off, y, "start"), lines
