@@ -11,11 +11,11 @@ happened to finish in.
   or node wrote is filed under a receiver (or :data:`UNADDRESSED`) and refused there.
 * **Nodes**: ``guards.node(lifeline, fn, to=..., reads=...)`` receives the tokens for
   ``lifeline`` (a refused one is recorded as ``act("refused: ...")``), the state keys in
-  ``reads`` set by the first receive; at the end the guard variables of its update are
-  one act, and one token per lifeline in ``to`` goes out in the update.
-* **Send fan-out**: one lifeline per task, ``family("worker", n)`` = ``worker_0`` ..;
-  ``guards.fan_out(sender, "worker", payloads)`` addresses payload *k* to ``worker_k``
-  and ``guards.tasks("worker", fn)`` runs each task as the member its token names.
+  ``reads`` set by the first receive; at the end its update's guard variables are one act,
+  and one token per lifeline in ``to`` goes out in it, labelled ``fn {the update's keys}``.
+* **Send fan-out**: one lifeline per task, ``worker_k`` of ``family("worker", n)``, which
+  ``guards.fan_out(sender, "worker", payloads)`` sends payload *k* to as ``Send(worker,
+  {its keys})``; ``guards.tasks("worker", fn)`` runs each task as the member it names.
 * **Conditional edge**: ``guards.route(label, if_true, if_false)`` decides at the owner.
 * **ToolNode**: ``guards.tool_calls("tool", guarded=...)`` is a ``wrap_tool_call`` running
   call *k* of the AIMessage as ``tool_k``; a false guard returns an error ToolMessage
@@ -38,6 +38,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
+from causal_guards.labels import send_label, update_label
 from cpl.live import (Agent, LiveError, System, Token, TokenRefused, UndeclaredVariable,
                       UnknownLifeline)
 
@@ -147,9 +148,8 @@ class GraphGuards:
         for member, payload in zip(members, payloads):
             if not isinstance(payload, Mapping):
                 raise GraphGuardError(f"a fan-out payload is a mapping, not {payload!r:.60}")
-            label = _send_label(node, payload, self.channel)
-            sends.append(Send(node, {**payload,
-                                     self.channel: {member: self._token(agent, member, label)}}))
+            token = self._token(agent, member, send_label(node, payload, self.channel))
+            sends.append(Send(node, {**payload, self.channel: {member: token}}))
         return sends
 
     def route(self, label: str, if_true: str, if_false: str) -> Callable[[Any], str]:
@@ -242,9 +242,8 @@ class GraphGuards:
             if writes:
                 agent.act(label, **writes)
             sent_to = self._targets(targets(result)) if callable(targets) else targets
-            carrying = _update_label(label, update, self.channel)
-            return self._with_channel(result, self._send(agent, sent_to, consumed, carrying),
-                                      label)
+            sent = self._send(agent, sent_to, consumed, update_label(label, update, self.channel))
+            return self._with_channel(result, sent, label)
 
         if inspect.iscoroutinefunction(fn):
             async def guarded_node(state: Any, config: RunnableConfig) -> Any:
@@ -348,32 +347,6 @@ class GraphGuards:
         return named[0]
 
 
-MAX_KEYS = 8  # state keys named in a message's label, at most
-MAX_KEY = 40  # characters of each
-
-
-def _keys(values: Any, channel: str) -> str:
-    """The state keys of an update or a Send's payload, as a message's label names them:
-    ``{patch, candidate}`` (the token channel left out; a long list ends in …)."""
-    keys = [k if isinstance(k, str) else _shown(k) for k in values
-            if not (isinstance(k, str) and k == channel)] if isinstance(values, Mapping) else []
-    shown = [k if len(k) <= MAX_KEY else k[:MAX_KEY - 1] + "…" for k in keys[:MAX_KEYS]]
-    return "{" + ", ".join(shown + ["…"] * (len(keys) > MAX_KEYS)) + "}"
-
-
-def _update_label(node: str, update: Any, channel: str) -> str:
-    """A node's message: its name and the state keys its update wrote, which travel with
-    the token (``author {patch, candidate}``); the name alone for an empty update."""
-    keys, node = _keys(update, channel), node[:200]
-    return node if keys == "{}" else f"{node} {keys}"
-
-
-def _send_label(node: str, payload: Mapping, channel: str) -> str:
-    """A fan-out's message: the ``Send`` it rides, its target node and payload keys
-    (``Send(worker, {item})``)."""
-    return f"Send({node[:MAX_KEY]}, {_keys(payload, channel)})"
-
-
 def _addressed(update: Any) -> Iterable[tuple[str, list[tuple[str, Any]]]]:
     """An update's entries by receiver, whatever its shape: what cannot be attributed to
     a receiver goes to UNADDRESSED, keys that are not strings get a digest of the value."""
@@ -392,13 +365,6 @@ def _addressed(update: Any) -> Iterable[tuple[str, list[tuple[str, Any]]]]:
             yield receiver, [(_digest(v), v) for v in bucket if v is not None]
         elif bucket is not None:
             yield receiver, [(_digest(bucket), bucket)]
-
-
-def _shown(key: Any) -> str:
-    try:
-        return repr(key)[:MAX_KEY]
-    except Exception:  # a hostile key's own __repr__ may raise anything
-        return type(key).__name__
 
 
 def _digest(value: Any) -> str:

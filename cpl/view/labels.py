@@ -183,6 +183,24 @@ class Taken:
         return found
 
 
+def choose(spots, taken: Taken, own: int | None, final: bool):
+    """The first free spot of ``spots`` (an iterable of (box, lines) pairs, looked at only
+    as far as needed); if none is, the least covered one when ``final``, else None."""
+    best, least = None, None
+    for spot in spots:
+        if not final:
+            if taken.free(spot[0], own):
+                return spot
+            continue
+        cost = taken.cost(spot[0], own)
+        if cost == 0:
+            return spot
+        if least is None or cost < least:
+            best, least = spot, cost
+    return best if final else None
+
+
+
 def room_for(box: Box, row: int, taken: Taken, arrow_rows) -> list[tuple[int, float]] | None:
     """How to pull rows apart so that the arrows crossing an event's label at ``box`` (on
     ``row``) pass by it: lengthening the rows between an arrow's send and the label moves

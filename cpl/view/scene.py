@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import attrs
 
-from .labels import GUARD_LINES, PAD, Box, Taken, line_height, room_for, text_box, width, wrap
+from .fits import ID, id_spot, value_spot
+from .labels import GUARD_LINES, PAD, Box, Taken, choose, line_height, room_for, text_box, width, wrap
 from .layout import Layout
+from .marks import INK, LABEL, Group, Line, Scene, Shape, Text
 
 COLUMN = 200.0  # points between lifelines
 ROW = 30.0  # the least height of a row
@@ -24,71 +26,12 @@ MARGIN = 20.0
 LEFT = MARGIN + 96  # lane 0's x: room for half a lifeline's head
 FONT = "Helvetica"
 TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
-INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
-LABEL = 9.0  # label text size
-ID = 7.5  # an event id's text size
-ID_INK = "#78909c"
-ID_CHARS = 40  # an id longer than this does not fit by default (--ids draws it, wrapped)
+GREY, FRONTIER, FOCUS = "#c4c4c4", "#ef6c00", "#1565c0"
+ID_INK = "#78909c"  # an event id's colour
 HEAD_LINES = 3  # a lifeline's name takes at most this many lines in its head
 PASSES = 40  # times the rows may be pulled apart to make room for labels
 STALLED = 16  # passes without fewer labels left unplaced before giving up
 WORK = 12_000  # labels placed over all passes: a busy or whole-trace picture gets fewer
-
-
-@attrs.frozen
-class Text:
-    """Lines of text whose box is ``box``; ``anchor`` is how each line sits on ``x``."""
-    x: float
-    box: Box
-    lines: tuple[str, ...]
-    size: float = LABEL
-    colour: str = INK
-    anchor: str = "start"  # start | middle | end
-    bold: bool = False
-
-    def baselines(self) -> list[float]:
-        step = line_height(self.size)
-        return [self.box.top + step * n + self.size * 0.95 for n in range(len(self.lines))]
-
-
-@attrs.frozen
-class Line:
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    colour: str = INK
-    width: float = 1.0
-    dashed: bool = False
-    head: bool = False  # an arrowhead at (x1, y1)
-
-
-@attrs.frozen
-class Shape:
-    kind: str  # circle | diamond | box | rounded
-    cx: float
-    cy: float
-    w: float
-    h: float
-    fill: str | None = None
-    stroke: str = INK
-    pen: float = 1.0
-
-
-@attrs.frozen
-class Group:
-    """Marks drawn together under one id (the viewer finds them by it)."""
-    id: str
-    cls: str
-    items: tuple
-
-
-@attrs.frozen
-class Scene:
-    width: float
-    height: float
-    groups: tuple[Group, ...]
-    title: str = ""
 
 
 def _lane_x(lane: int) -> float:
@@ -291,7 +234,7 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     if layout.ids is not False:
         for dot in layout.dots:
             placed = _id_text(dot, rows.y(dot.row), label_boxes.get(dot.index), taken,
-                              layout.ids)
+                              layout.ids, lanes)
             if placed is not None:
                 taken.add(placed.box)
                 texts.append(Group(f"id-{dot.index}", "node", (placed,)))
@@ -307,26 +250,14 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
 
 def _with_values(dot, y: float, label_boxes: dict, taken: Taken, texts: list,
                  at: int | None) -> None:
-    """By default values are shown where they fit, never moving anything (nor making the
-    pulling apart of rows start over): an act's label placed without them
-    (``dot.bare``) becomes its whole text (``dot.text``) where that covers nothing —
-    its side of the dot first, then the other, then half a line lower or higher; a
-    receive's values (``at`` None: it has no label) go in the first such spot too."""
+    """By default values are shown where they fit (``cpl.view.fits``): an act's label
+    placed without them (``dot.bare``) becomes its whole text (``dot.text``), a
+    receive's values (``at`` None: it has no label) get a label of their own."""
     x, off = _lane_x(dot.lane), 14 if dot.frontier else 12
     whole = _dot_lines(dot, dot.text)
-    h = line_height(LABEL) * len(whole)
-    sides = [(x + off, "start"), (x - off, "end")][:1 + (dot.lane > 0)]
     old = None if at is None else label_boxes[dot.index][0]
-    if old is not None and old.right < x:
-        sides.reverse()
-    spots = [text_box(whole, LABEL, side, y + dy, anchor)
-             for dy in (0.0, h / 2 + 2, -(h / 2 + 2)) for side, anchor in sides]
-    if old is not None:
-        taken.remove(old)
-    spot = next((s for s in spots if taken.free(s)), None)
+    spot = value_spot(whole, LABEL, x, y, off, dot.lane > 0, old, taken)
     if spot is None:
-        if old is not None:
-            taken.add(old)
         return
     taken.add(spot)
     label_boxes[dot.index] = (spot, whole)
@@ -337,84 +268,22 @@ def _with_values(dot, y: float, label_boxes: dict, taken: Taken, texts: list,
         texts[at] = attrs.evolve(texts[at], items=(item,))
 
 
-def _id_spots(dot, y: float, label: tuple | None, far: bool = False):
-    """Where an event's id may sit: beside its dot — left, right — then above or below
-    it on either side (the side its arrow does not leave or come in by), then beside the
-    first line of its label (``label``: its box and lines), on the side away from the dot;
-    with ``far``, also a line above or below it."""
+def _id_text(dot, y: float, label: tuple | None, taken: Taken, ids: bool | None,
+             lanes: int) -> Text | None:
+    """The id of ``dot`` where it fits (``cpl.view.fits``), or None."""
     off = {"choice": 13.0, "fold": 10.0}.get(dot.kind, 9.0) + (6.0 if dot.frontier else 0.0)
     x = _lane_x(dot.lane)
-    lines = wrap(dot.ident, ID, COLUMN - 30, most=8)
-    places = list(_id_places(dot, x, y, off, lines, label, far))
-    kept = [(box, found) for box, found in places if _clear(box, x, dot.lane)]
-    # --ids (far): an id is drawn even where no place keeps clear of the lifelines
-    yield from kept or (places[:1] if far else ())
-
-
-def _clear(box: Box, x: float, lane: int) -> bool:
-    """Whether an id at ``box`` (of the event on ``lane``, at ``x``) is inside the canvas
-    and clear of every lifeline's line and the dots on it (dots are not in ``Taken``)."""
-    if box.left < MARGIN / 2 or box.left < x < box.right:
-        return False
-    first, last = (round((edge - LEFT) / COLUMN) for edge in (box.left, box.right))
-    return all(not box.left - 12 < _lane_x(k) < box.right + 12
-               for k in range(first - 1, last + 2) if k != lane)
-
-
-def _id_places(dot, x: float, y: float, off: float, lines: list[str], label, far: bool):
-    """``_id_spots`` before the check that they keep clear of the lifelines."""
-    h = line_height(ID) * len(lines)
-    yield text_box(lines, ID, x - off, y, "end"), lines
-    yield text_box(lines, ID, x + off, y, "start"), lines
-    for dy in (-(h / 2 + 2.5), h / 2 + 2.5):
-        yield text_box(lines, ID, x - off + 2, y + dy, "end"), lines
-        yield text_box(lines, ID, x + off - 2, y + dy, "start"), lines
-    if label is not None:  # before its label's first line, left of the dot; else after it
-        (box, words), first = label, label[0].top + line_height(LABEL) / 2
-        if box.right < x:
-            yield text_box(lines, ID, box.left - PAD - 2, first, "end"), lines
-        else:
-            yield text_box(lines, ID, box.left + width(words[0], LABEL) + PAD + 3, first,
-                           "start"), lines
-    if far:  # with --ids: a line further up or down, clear of labels on the dot's row
-        for dy in (-(h * 1.5 + 5), h * 1.5 + 5):
-            yield text_box(lines, ID, x - off + 4, y + dy, "end"), lines
-            yield text_box(lines, ID, x + off - 4, y + dy, "start"), lines
-
-
-def _id_text(dot, y: float, label: tuple | None, taken: Taken,
-             ids: bool | None) -> Text | None:
-    """The id of ``dot`` in the first of its spots that covers nothing — by default only
-    there (an id that does not fit is left out: the viewer shows it on hover); with
-    ``ids``, where it covers least if no spot is free."""
-    if ids is None and len(dot.ident) > ID_CHARS:
-        return None
-    # --ids: in the spot that covers least, rows never pulled apart for an id — that
-    # would move the arrows every label was placed clear of
-    chosen = _choose(_id_spots(dot, y, label, ids is True), taken, None, ids is True)
+    chosen = id_spot(dot.ident, x, y, off, label and (*label, LABEL), taken, ids,
+                     [_lane_x(lane) for lane in range(lanes)], MARGIN / 2, COLUMN - 30)
     if chosen is None:
         return None
     box, lines = chosen
-    anchor = "end" if box.right <= _lane_x(dot.lane) else "start"
+    anchor = "end" if box.right <= x else "start"
     return Text(box.right if anchor == "end" else box.left, box, tuple(lines), ID,
                 _ink(dot.past, ID_INK), anchor)
 
 
-def _choose(spots, taken: Taken, own: int | None, final: bool):
-    """The first free spot of ``spots`` (an iterable of (box, lines) pairs, looked at only
-    as far as needed); if none is, the least covered one when ``final``, else None."""
-    best, least = None, None
-    for spot in spots:
-        if not final:
-            if taken.free(spot[0], own):
-                return spot
-            continue
-        cost = taken.cost(spot[0], own)
-        if cost == 0:
-            return spot
-        if least is None or cost < least:
-            best, least = spot, cost
-    return best if final else None
+_choose = choose  # a name of this module: a test swaps it for a careless placement
 
 
 def _arrow_spots(segment: tuple, text: str):
