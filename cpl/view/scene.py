@@ -8,7 +8,8 @@ PNG and PDF).  All text placement is decided here, on estimated widths
 put where it covers neither other text nor an arrow other than its own; where
 no such spot exists, the rows around it are pulled apart and the labels are
 placed again (``scene``), so rows are as tall as what they hold needs, and
-time still runs downward with every arrow slanting down.
+time still runs downward with every arrow slanting down.  Event ids and the values
+of acts and receives come last, only where they fit (``fits``): they never move rows.
 """
 
 from __future__ import annotations
