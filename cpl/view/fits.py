@@ -45,10 +45,14 @@ def id_spot(ident: str, x: float, y: float, off: float, label: tuple | None, tak
     if ids is None and len(ident) > ID_CHARS:
         return None
     lines = wrap(ident, ID, room, most=8)
-    places = list(_places(x, y, off, lines, label, far=ids is True))
+    places = _places(x, y, off, lines, label, far=ids is True)
+    kept = (place for place in places if _clear(place[0], x, lanes, edge))
+    if not ids:  # the first free place, looked at only as far as needed
+        return choose(kept, taken, None, False)
+    places = list(_places(x, y, off, lines, label, far=True))
     kept = [place for place in places if _clear(place[0], x, lanes, edge)]
     # --ids: drawn even where no place keeps clear of the lifelines
-    return choose(kept or (places[:1] if ids else []), taken, None, ids is True)
+    return choose(kept or places[:1], taken, None, True)
 
 
 def _places(x: float, y: float, off: float, lines: list[str], label, far: bool):

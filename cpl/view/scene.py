@@ -98,7 +98,7 @@ def scene(layout: Layout) -> Scene:
     else:
         placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines, arrow_lines,
                         final=True)
-    return placed[0]
+    return placed[0]()
 
 
 def _dot_lines(dot, text: str | None = None) -> list[str]:
@@ -116,8 +116,9 @@ def _arrow_text(arrow) -> str:
 
 
 def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, final: bool):
-    """The scene at these row heights, and the rows to pull apart for labels that found no
-    free spot (unless ``final``: then each takes its least covered spot)."""
+    """The placement at these row heights (a function making its scene, ``_finish``), and
+    the rows to pull apart for labels that found no free spot (unless ``final``: then
+    each takes its least covered spot)."""
     lanes = len(layout.lifelines)
     bottom = layout.rows + 1.5
     y_bottom = rows.y(bottom)
@@ -228,7 +229,16 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
         ink = _ink(arrow.past)
         texts.append(Group(f"msglabel-{number}", "node", (Text(
             (box.left + box.right) / 2, box, tuple(lines), LABEL, ink, "middle"),)))
-    for dot in layout.dots:  # then the values acts and receives set, where they fit
+    return lambda: _finish(layout, rows, groups, texts, ends, taken, label_boxes, label_at,
+                           y_bottom), crowded
+
+
+def _finish(layout: Layout, rows: _Rows, groups, texts, ends, taken, label_boxes, label_at,
+            y_bottom: float) -> Scene:
+    """The scene of the placement kept (done once, not on every pass): with the values
+    acts and receives set and the event ids, where they fit (``cpl.view.fits``)."""
+    lanes = len(layout.lifelines)
+    for dot in layout.dots:
         if dot.bare is not None and (dot.index in label_at or not dot.bare):
             _with_values(dot, rows.y(dot.row), label_boxes, taken, texts,
                          label_at.get(dot.index))
@@ -239,14 +249,13 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
             if placed is not None:
                 taken.add(placed.box)
                 texts.append(Group(f"id-{dot.index}", "node", (placed,)))
-    groups.extend(texts)
-    groups.extend(ends)
+    groups = groups + texts + ends
     right = max([_lane_x(lanes - 1) + COLUMN / 2 if lanes else MARGIN * 2]
                 + [item.box.left + 1.15 * (item.box.right - item.box.left) + MARGIN
                    for g in groups for item in g.items if isinstance(item, Text)])
     height = max([y_bottom + MARGIN + 6] + [item.box.bottom + MARGIN for g in groups
                                              for item in g.items if isinstance(item, Text)])
-    return Scene(right, height, tuple(groups), layout.title), crowded
+    return Scene(right, height, tuple(groups), layout.title)
 
 
 def _with_values(dot, y: float, label_boxes: dict, taken: Taken, texts: list,
