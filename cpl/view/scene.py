@@ -119,7 +119,6 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     """The placement at these row heights (a function making its scene, ``_finish``), and
     the rows to pull apart for labels that found no free spot (unless ``final``: then
     each takes its least covered spot)."""
-    lanes = len(layout.lifelines)
     bottom = layout.rows + 1.5
     y_bottom = rows.y(bottom)
     groups: list[Group] = []
