@@ -160,8 +160,9 @@ def placed(window: Window, values: bool | None = None, ids: bool | None = None) 
     their runs' first, and the highlighted event's causal past marked.  ``values``: each
     arrow's label shows the values its message carried, and each act's the values it set
     — ``None`` when the label stays short (``SHORT_LABEL``), ``True`` always, ``False``
-    never.  ``ids``: each event's id beside it — ``None`` where it fits (``cpl.view.scene``
-    decides), ``True`` always, ``False`` never."""
+    never (by default an act's and a receive's are shown where they fit: ``cpl.view.fits``).
+    ``ids``: each event's id beside it — ``None`` where it fits, ``True`` always,
+    ``False`` never."""
     lanes = {name: n for n, name in enumerate(window.header.lifelines)}
     focus = None if window.focus is None else window.focus.clock
     members: dict[int, list[Seen]] = {}
@@ -190,8 +191,8 @@ def placed(window: Window, values: bool | None = None, ids: bool | None = None) 
         in_past = None if focus is None else send.in_past(focus) and (
             recv is None or recv[2] < focus[recv[1]])
         arrows.append(Arrow(send_dot, recv_dot, send.lane, lanes[send.event.to],
-                            arrow_text(send.event, values),
-                            recv is None, in_past))
+                            arrow_text(send.event, values), recv is None,
+                            in_past))
     ends = _ends(window.header.meta, lanes, last_row) if window.bottom == window.last_row else []
     return Layout(tuple(window.header.lifelines), tuple(dots), tuple(arrows), tuple(ends),
                   window.bottom - window.top + 1 if window.count else 0,
