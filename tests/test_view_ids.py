@@ -44,7 +44,8 @@ def groups(svg: bytes, prefix: str) -> dict[int, str]:
     for group in ET.fromstring(svg).iter(f"{SVG}g"):
         ident = group.get("id") or ""
         if re.fullmatch(rf"{prefix}-\d+", ident):
-            found[int(ident.split("-")[1])] = " ".join(t.text or "" for t in group.iter(f"{SVG}text"))
+            lines = [t.text or "" for t in group.iter(f"{SVG}text")]
+            found[int(ident.split("-")[1])] = " ".join(lines)
     return found
 
 

@@ -17,7 +17,8 @@ from __future__ import annotations
 import attrs
 
 from .fits import ID, id_spot, value_spot
-from .labels import GUARD_LINES, PAD, Box, Taken, choose, line_height, room_for, text_box, width, wrap
+from .labels import (GUARD_LINES, PAD, Box, Taken, choose, line_height, room_for, text_box,
+                     width, wrap)
 from .layout import Layout
 from .marks import INK, LABEL, Group, Line, Scene, Shape, Text
 

@@ -186,4 +186,5 @@ def add_ids(parser, prefix: str = "") -> None:
                         f"fits without moving anything)")
 
 
-__all__ = ["add_ids", "add_values", "add_view_commands", "cmd_explain", "cmd_render", "drawn", "write_atomically"]
+__all__ = ["add_ids", "add_values", "add_view_commands", "cmd_explain", "cmd_render", "drawn",
+           "write_atomically"]
