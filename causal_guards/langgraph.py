@@ -38,6 +38,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
+from causal_guards.families import family, family_guards, member_label
 from causal_guards.labels import send_label, update_label
 from cpl.live import (Agent, LiveError, System, Token, TokenRefused, UndeclaredVariable,
                       UnknownLifeline)
@@ -70,23 +71,6 @@ def merge_tokens(current: Any, update: Any) -> dict:
 
 Tokens = Annotated[dict, merge_tokens]
 """The state channel's type: ``cpl: Tokens`` in a TypedDict state schema."""
-
-
-def family(name: str, size: int) -> tuple[str, ...]:
-    """The lifelines of a fan-out: ``name_0`` .. ``name_{size-1}``, one per concurrent task."""
-    return tuple(f"{name}_{k}" for k in range(size))
-
-
-def member_label(label: str, member: str) -> str:
-    """The label a family member owns for a guard it shares with its siblings."""
-    return f"{label} [{member}]"
-
-
-def family_guards(label: str, members: Iterable[str],
-                  guard: str | Callable[[str], str]) -> dict[str, tuple[str, str]]:
-    """``System`` guards, one label per member (a label has one owner): text or guard(member)."""
-    return {member_label(label, m): (m, guard(m) if callable(guard) else guard)
-            for m in members}
 
 
 class GraphGuards:
