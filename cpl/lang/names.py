@@ -4,10 +4,14 @@ predicates, checked against a schema, with did-you-mean suggestions.
 A bare identifier is a variable when the schema declares it and otherwise
 a symbol (the string of its name), so ``status != failed`` reads naturally.
 A schema that lists its symbols is closed: any other bare name is an error.
+Either way a bare name one edit from a declared variable (``reslt`` beside
+``result``) is an error unless the schema lists it as a symbol: a misspelt
+variable must never silently become a constant (:func:`misspelt`).
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 from pathlib import Path
@@ -109,6 +113,7 @@ class _Resolver:
     def formula(self, formula):
         """Names checked parents first, left to right (the first error is the leftmost
         outermost), then the formula rebuilt children first: no recursion either way."""
+        self.misspelt = misspelt(_bare_names(formula), self.schema)
         atoms = {}
         for node in ast.walk(formula):
             kind = type(node)
@@ -147,6 +152,16 @@ class _Resolver:
             return term
         if term.name in variables:
             return ast.Var(term.name, span=term.span)
+        near = self.misspelt.get(term.name)
+        if near:
+            quoted = [f"'{v}'" for v in near]
+            options = " or ".join(filter(None, [", ".join(quoted[:-1]), quoted[-1]]))
+            raise self.fail(term, f"'{term.name}' is not a declared variable; did you mean "
+                                  f"{options}?",
+                            hint=f"a bare name this close to a variable is not read as a "
+                                 f"constant; if you mean the string {json.dumps(term.name)}, "
+                                 f"quote it or declare it a symbol (symbols=[...] of a System, "
+                                 f"\"symbols\" of a schema, c.symbols(...) of a choreography)")
         symbols = self.schema.symbols
         if symbols is None or term.name in symbols:
             return ast.Symbol(term.name, span=term.span)
@@ -154,43 +169,131 @@ class _Resolver:
                               + did_you_mean(term.name, variables | symbols))
 
 
-def symbol_warnings(formula: ast.Formula, schema: Schema) -> list[str]:
-    """Bare names that became symbols but are one edit from a declared variable.
+def _bare_names(formula: ast.Formula) -> dict[str, None]:
+    """The bare names a formula's atoms read, in order."""
+    return {term.name: None for node in ast.walk(formula) if type(node) in ast.ATOMS
+            for term in ast.terms(node) if isinstance(term, (ast.Var, ast.Symbol))}
 
-    ``statuss == passed`` compares two constants: the atom is silently always
-    false, so the likely typo deserves a word even though the guard resolves.
-    A symbol the schema declares is meant (``decision == merged`` beside a
-    variable ``merges``), and names shorter than 3 characters are left alone
-    (``x`` is one edit from ``y``).
+
+SHORTEST = 3  # characters: ``x`` is one edit from ``y``, ``ok`` from ``on``: too close to judge
+MOST_COMPARED = 500_000  # pairs of a name and a variable spelt alike enough to be compared
+_REMEMBERED = 4096  # names whose verdict is kept per variable set (a system checks many guards)
+
+
+def misspelt(names, schema: Schema) -> dict[str, tuple[str, ...]]:
+    """The bare names of ``names`` that the near-variable rule refuses, each with the
+    declared variables it is one edit from (sorted, at most three).
+
+    The rule, the same for every guard of every command and API: a bare name that
+    is not a declared variable, not a symbol the schema lists, at least
+    ``SHORTEST`` characters long, and one insertion, deletion, substitution or swap
+    of neighbours (``one_edit_apart``, counted in characters) from a declared
+    variable of at least ``SHORTEST`` characters.  "Declared" means every variable
+    of the schema, whichever lifeline sets it: ``@B(reslt == 1)`` is refused beside
+    a variable ``result`` even if only ``A`` sets it (a schema's variables are not
+    per lifeline, and ``@B.x`` may read any of them).
     """
-    variables, declared = schema.variables, schema.symbols or frozenset()
+    variables = schema.variables
     if not variables:
-        return []
-    warnings: dict[str, None] = {}
-    for node in ast.walk(formula):
-        for term in ast.terms(node):
-            if type(term) is ast.Symbol and len(term.name) >= 3 and term.name not in declared:
-                near = [v for v in variables if len(v) >= 3 and one_edit_apart(term.name, v)]
-                if near:
-                    import difflib  # only for a warning: every start-up would pay it
-                    best = max(sorted(near), key=lambda v: difflib.SequenceMatcher(
-                        None, term.name, v).ratio())
-                    warnings.setdefault(f"`{term.name}` is a symbol (the string "
-                                        f"{json.dumps(term.name)}), not a variable; did you "
-                                        f"mean `{best}`?", None)
-    return list(warnings)
+        return {}
+    listed = schema.symbols or frozenset()
+    asked = [n for n in names if len(n) >= SHORTEST and n not in variables and n not in listed]
+    if not asked:
+        return {}
+    lengths, known = _by_length(variables if isinstance(variables, frozenset)
+                                else frozenset(variables))
+    verdicts = {n: known.get(n) for n in asked}  # one read each: another thread may clear it
+    unknown = [n for n, near in verdicts.items() if near is None]
+    if unknown:
+        verdicts.update(_near(unknown, lengths))
+        if len(known) + len(unknown) > _REMEMBERED:
+            known.clear()
+        known.update((n, verdicts[n]) for n in unknown)
+    return {n: near for n, near in verdicts.items() if near}
+
+
+@functools.lru_cache(maxsize=8)
+def _by_length(variables: frozenset) -> tuple[dict, dict]:
+    """The variables by length, and the verdicts found so far (name -> near variables),
+    per variable set: a system checks each of its guards against the same variables."""
+    lengths: dict[int, list] = {}
+    for variable in variables:
+        if len(variable) >= SHORTEST:
+            lengths.setdefault(len(variable), []).append(variable)
+    return lengths, {}
+
+
+def _near(names, lengths: dict) -> dict[str, tuple[str, ...]]:
+    """``misspelt``'s search, bounded in time whatever the names and variables.
+
+    Two strings one edit apart, the shorter ``k`` long, share their first or their
+    last ``(k - 1) // 2`` characters (an edit in the first part leaves the rest, an
+    edit after it leaves the first part).  So each name is filed under its halves
+    for the lengths it can pair with, and each variable within one character of a
+    name's length costs six slices and lookups; only the pairs filed together are
+    compared, with string comparisons (a name may be 100,000 characters long).
+    More than ``MOST_COMPARED`` such pairs (names and variables built to share their
+    halves) is a ``GuardError``, found before any is compared, rather than minutes of
+    comparing: the names quoted or declared symbols are not looked for."""
+    found: dict[str, set] = {n: set() for n in names}
+    filed: dict[tuple, dict] = {}  # (name length, variable length, end) -> half -> names
+    for name in names:
+        for size in (len(name) - 1, len(name), len(name) + 1):
+            half = (min(len(name), size) - 1) // 2
+            for end, part in ((0, name[:half]), (1, name[len(name) - half:])):
+                filed.setdefault((len(name), size, end), {}).setdefault(part, []).append(name)
+    spelt = {len(n) for n in names}
+    sizes = {n + d for n in spelt for d in (-1, 0, 1)} & lengths.keys()
+    pairs: list = []  # (variable, the names filed with it), all found before any is compared
+    compared = 0
+    for size in sorted(sizes):
+        for length in (size - 1, size, size + 1):
+            if length not in spelt:
+                continue
+            half, first, last = (min(length, size) - 1) // 2, filed[length, size, 0], \
+                filed[length, size, 1]
+            for variable in lengths[size]:
+                close = first.get(variable[:half])
+                after = last.get(variable[size - half:])
+                if after:
+                    close = set(close).union(after) if close else after
+                if not close:
+                    continue
+                compared += len(close)
+                if compared > MOST_COMPARED:
+                    raise GuardError(f"the guard's bare names are spelt too much like "
+                                     f"{sum(len(lengths[s]) for s in sizes):,} declared "
+                                     f"variables to check them all for a misspelling; quote the "
+                                     f"names that are constants, or declare them symbols")
+                pairs.append((variable, close))
+    for variable, close in pairs:
+        for name in close:
+            if one_edit_apart(name, variable):
+                found[name].add(variable)
+    return {name: tuple(sorted(near)[:3]) for name, near in found.items()}
 
 
 def one_edit_apart(a: str, b: str) -> bool:
-    """``a != b`` and one insertion, deletion, substitution or swap of neighbours apart."""
+    """``a != b`` and one insertion, deletion, substitution or swap of neighbours apart
+    (with string comparisons only: a name may be 100,000 characters long)."""
     if a == b or abs(len(a) - len(b)) > 1:
         return False
-    start = 0
-    while start < min(len(a), len(b)) and a[start] == b[start]:
-        start += 1
-    a, b = a[start:], b[start:]
-    return (a[1:] == b[1:] or a[1:] == b or a == b[1:]
-            or (len(a) == len(b) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:]))
+    if len(a) < len(b):
+        a, b = b, a
+    if max(len(a), len(b)) >= 3 and a[0] != b[0] and a[-1] != b[-1]:
+        return False  # one edit of three or more characters leaves an end in place
+    start, end = 0, len(b)  # the longest common prefix, by halving: no loop per character
+    while start < end:
+        middle = (start + end + 1) // 2
+        if a[:middle] == b[:middle]:
+            start = middle
+        else:
+            end = middle - 1
+    if len(a) != len(b):
+        return a[start + 1:] == b[start:]
+    return (a[start + 1:] == b[start + 1:]
+            or (start + 2 <= len(a) and a[start] == b[start + 1] and a[start + 1] == b[start]
+                and a[start + 2:] == b[start + 2:]))
 
 
 _MOST_CANDIDATES = 10_000
