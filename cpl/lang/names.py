@@ -158,10 +158,8 @@ class _Resolver:
             options = " or ".join(filter(None, [", ".join(quoted[:-1]), quoted[-1]]))
             raise self.fail(term, f"'{term.name}' is not a declared variable; did you mean "
                                   f"{options}?",
-                            hint=f"a bare name this close to a variable is not read as a "
-                                 f"constant; if you mean the string {json.dumps(term.name)}, "
-                                 f"quote it or declare it a symbol (symbols=[...] of a System, "
-                                 f"\"symbols\" of a schema, c.symbols(...) of a choreography)")
+                            hint=f"if you mean the string {json.dumps(term.name)}, write it in "
+                                 f"quotes or declare it a symbol")
         symbols = self.schema.symbols
         if symbols is None or term.name in symbols:
             return ast.Symbol(term.name, span=term.span)
