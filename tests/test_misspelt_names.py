@@ -217,6 +217,19 @@ def test_very_long_names_stay_quick():
     assert checked.canonical.startswith("bbb") and seconds < 10
 
 
+def test_numbered_names_and_variables_are_found_by_their_deletions():
+    """6,000 names and 100,000 variables that share short halves by the thousand."""
+    variables = frozenset(f"v{i:06d}" for i in range(100_000))
+    guard = " || ".join(f"w{i:05d} == q" for i in range(6_000))
+    names_module._by_length.cache_clear()
+    checked, seconds = _timed(lambda: cpl.check(guard, Schema(("A",), variables)))
+    assert checked.canonical == guard and seconds < 20
+    error, seconds = _timed(lambda: cpl.check(guard + " || v00012 == q",
+                                              Schema(("A",), variables)))
+    assert "'v00012' is not a declared variable; did you mean 'v000012', 'v000102' or " \
+           "'v000112'?" in str(error) and seconds < 20
+
+
 def test_names_built_to_share_their_halves_are_refused_before_they_are_compared(monkeypatch):
     monkeypatch.setattr(names_module, "MOST_COMPARED", 10_000)
     variables = frozenset("x" + "a" * 60 + f"{i:05d}" for i in range(20_000))
@@ -250,13 +263,24 @@ def _distance_is_one(a: str, b: str) -> bool:
 IDENT = st.text("abc_", min_size=1, max_size=7).map(lambda s: "v" + s)
 
 
-@given(st.sets(IDENT, min_size=1, max_size=12), st.lists(IDENT, min_size=1, max_size=8),
-       st.sets(IDENT, max_size=4))
-def test_refused_exactly_when_one_edit_from_a_variable(variables, names, symbols):
+# the ways a pair is found: by the halves alone; by the deletions of a variable filed with
+# any name; and compared with every name filed with it (no name indexed by its deletions)
+WAYS = [(8, 64), (0, 64), (0, 0)]
+
+
+@pytest.mark.parametrize("few, indexed", WAYS)
+@given(variables=st.sets(IDENT, min_size=1, max_size=12),
+       names=st.lists(IDENT, min_size=1, max_size=8), symbols=st.sets(IDENT, max_size=4))
+def test_refused_exactly_when_one_edit_from_a_variable(few, indexed, variables, names, symbols):
     symbols -= variables
     schema = Schema(variables=frozenset(variables), symbols=frozenset(symbols) or None)
     names_module._by_length.cache_clear()
-    found = misspelt(names, schema)
+    saved = names_module._FEW, names_module._INDEXED
+    names_module._FEW, names_module._INDEXED = few, indexed
+    try:
+        found = misspelt(names, schema)
+    finally:
+        names_module._FEW, names_module._INDEXED = saved
     for name in names:
         near = sorted(v for v in variables if len(v) >= 3 and _distance_is_one(name, v))
         if name in variables or name in symbols or len(name) < 3 or not near:

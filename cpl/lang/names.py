@@ -175,6 +175,8 @@ def _bare_names(formula: ast.Formula) -> dict[str, None]:
 
 SHORTEST = 3  # characters: ``x`` is one edit from ``y``, ``ok`` from ``on``: too close to judge
 MOST_COMPARED = 500_000  # pairs of a name and a variable spelt alike enough to be compared
+_FEW = 8  # names filed with a variable that are compared at once, not found by its deletions
+_INDEXED = 64  # characters: a name at most this long is indexed by its deletions too
 _REMEMBERED = 4096  # names whose verdict is kept per variable set (a system checks many guards)
 
 
@@ -228,21 +230,31 @@ def _near(names, lengths: dict) -> dict[str, tuple[str, ...]]:
     last ``(k - 1) // 2`` characters (an edit in the first part leaves the rest, an
     edit after it leaves the first part).  So each name is filed under its halves
     for the lengths it can pair with, and each variable within one character of a
-    name's length costs six slices and lookups; only the pairs filed together are
-    compared, with string comparisons (a name may be 100,000 characters long).
-    More than ``MOST_COMPARED`` such pairs (names and variables built to share their
+    name's length costs six slices and lookups.  A variable filed with more than
+    ``_FEW`` names (numbered names share short halves) is looked up by its
+    one-character deletions instead, among those of the names of at most ``_INDEXED``
+    characters: a few dozen lookups that find only names one edit away (or two, for
+    a name of its length sharing a deletion elsewhere).  Only the pairs found are
+    compared, with string comparisons (a name may be 100,000 characters long).  More
+    than ``MOST_COMPARED`` pairs (long names and variables built to share their
     halves) is a ``GuardError``, found before any is compared, rather than minutes of
     comparing: the names quoted or declared symbols are not looked for."""
     found: dict[str, set] = {n: set() for n in names}
     filed: dict[tuple, dict] = {}  # (name length, variable length, end) -> half -> names
+    whole: dict[str, list] = {}  # an indexed name -> [it]
+    deleted: dict[str, list] = {}  # an indexed name less one character -> the names
     for name in names:
         for size in (len(name) - 1, len(name), len(name) + 1):
             half = (min(len(name), size) - 1) // 2
             for end, part in ((0, name[:half]), (1, name[len(name) - half:])):
                 filed.setdefault((len(name), size, end), {}).setdefault(part, []).append(name)
+        if len(name) <= _INDEXED:
+            whole[name] = [name]
+            for i in range(len(name)):
+                deleted.setdefault(name[:i] + name[i + 1:], []).append(name)
     spelt = {len(n) for n in names}
     sizes = {n + d for n in spelt for d in (-1, 0, 1)} & lengths.keys()
-    pairs: list = []  # (variable, the names filed with it), all found before any is compared
+    pairs: list = []  # (variable, the names found with it), all found before any is compared
     compared = 0
     for size in sorted(sizes):
         for length in (size - 1, size, size + 1):
@@ -257,6 +269,8 @@ def _near(names, lengths: dict) -> dict[str, tuple[str, ...]]:
                     close = set(close).union(after) if close else after
                 if not close:
                     continue
+                if len(close) > _FEW and length <= _INDEXED:
+                    close = _by_deletions(variable, length, whole, deleted)
                 compared += len(close)
                 if compared > MOST_COMPARED:
                     raise GuardError(f"the guard's bare names are spelt too much like "
@@ -269,6 +283,16 @@ def _near(names, lengths: dict) -> dict[str, tuple[str, ...]]:
             if one_edit_apart(name, variable):
                 found[name].add(variable)
     return {name: tuple(sorted(near)[:3]) for name, near in found.items()}
+
+
+def _by_deletions(variable: str, length: int, whole: dict, deleted: dict) -> set:
+    """The indexed names of ``length`` that ``variable`` less a character is (the name
+    one shorter), that less a character are it (one longer), or that share a deletion."""
+    if length == len(variable) + 1:
+        return set(deleted.get(variable, ()))
+    rests = [variable[:i] + variable[i + 1:] for i in range(len(variable))]
+    index = whole if length == len(variable) - 1 else deleted
+    return {name for rest in rests for name in index.get(rest, ())}
 
 
 def one_edit_apart(a: str, b: str) -> bool:
