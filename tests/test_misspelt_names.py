@@ -3,8 +3,8 @@
 A bare name one edit from a declared variable is a ``GuardError`` naming the
 variable, unless it is quoted or a listed symbol; every other bare name stays
 a symbol.  One rule (``cpl.lang.names.misspelt``) for ``cpl check``, traces,
-choreographies, ``cpl.live.System`` and the adapters; bounded in time
-whatever the names.
+choreographies, ``cpl.live.System`` and the adapters; its search
+(``cpl.lang.spelling``) bounded in time whatever the names.
 """
 
 from __future__ import annotations
@@ -17,8 +17,9 @@ from hypothesis import given, strategies as st
 
 import cpl
 from cpl.lang import Schema
-from cpl.lang import names as names_module
-from cpl.lang.names import misspelt, one_edit_apart
+from cpl.lang import names as names_module, spelling
+from cpl.lang.names import misspelt
+from cpl.lang.spelling import one_edit_apart
 from cpl.live import LiveError, System
 
 from choreo_util import cpl as run_cpl, marked, write
@@ -198,7 +199,7 @@ def _timed(call):
 def test_a_huge_number_of_variables_stays_quick():
     variables = frozenset(f"v{i:06d}" for i in range(100_000))
     schema = Schema(("A",), variables)
-    names_module._by_length.cache_clear()
+    spelling.by_length.cache_clear()
     checked, seconds = _timed(lambda: cpl.check("v000001 == x && status != failed", schema))
     assert checked.canonical == "v000001 == x && status != failed" and seconds < 10
     error, seconds = _timed(lambda: cpl.check("v0000001 == 1", schema))
@@ -209,7 +210,7 @@ def test_a_huge_number_of_variables_stays_quick():
 def test_very_long_names_stay_quick():
     long = "a" * 60_000
     schema = Schema(("A",), frozenset({long, long + "b", "result"}))
-    names_module._by_length.cache_clear()
+    spelling.by_length.cache_clear()
     error, seconds = _timed(lambda: cpl.check("a" * 30_000 + "x" + "a" * 29_999 + " == 1",
                                               schema))
     assert "is not a declared variable; did you mean 'aaaa" in str(error) and seconds < 10
@@ -221,7 +222,7 @@ def test_numbered_names_and_variables_are_found_by_their_deletions():
     """6,000 names and 100,000 variables that share short halves by the thousand."""
     variables = frozenset(f"v{i:06d}" for i in range(100_000))
     guard = " || ".join(f"w{i:05d} == q" for i in range(6_000))
-    names_module._by_length.cache_clear()
+    spelling.by_length.cache_clear()
     checked, seconds = _timed(lambda: cpl.check(guard, Schema(("A",), variables)))
     assert checked.canonical == guard and seconds < 20
     error, seconds = _timed(lambda: cpl.check(guard + " || v00012 == q",
@@ -231,10 +232,10 @@ def test_numbered_names_and_variables_are_found_by_their_deletions():
 
 
 def test_names_built_to_share_their_halves_are_refused_before_they_are_compared(monkeypatch):
-    monkeypatch.setattr(names_module, "MOST_COMPARED", 10_000)
+    monkeypatch.setattr(spelling, "MOST_COMPARED", 10_000)
     variables = frozenset("x" + "a" * 60 + f"{i:05d}" for i in range(20_000))
     guard = " || ".join("x" + "a" * 60 + f"{i:03d}zz == q" for i in range(100))
-    names_module._by_length.cache_clear()
+    spelling.by_length.cache_clear()
     error, seconds = _timed(lambda: cpl.check(guard, Schema(("A",), variables)))
     assert isinstance(error, cpl.GuardError) and seconds < 10
     assert str(error) == ("guard: error: the guard's bare names are spelt too much like 20,000 "
@@ -274,13 +275,13 @@ WAYS = [(8, 64), (0, 64), (0, 0)]
 def test_refused_exactly_when_one_edit_from_a_variable(few, indexed, variables, names, symbols):
     symbols -= variables
     schema = Schema(variables=frozenset(variables), symbols=frozenset(symbols) or None)
-    names_module._by_length.cache_clear()
-    saved = names_module._FEW, names_module._INDEXED
-    names_module._FEW, names_module._INDEXED = few, indexed
+    spelling.by_length.cache_clear()
+    saved = spelling._FEW, spelling._INDEXED
+    spelling._FEW, spelling._INDEXED = few, indexed
     try:
         found = misspelt(names, schema)
     finally:
-        names_module._FEW, names_module._INDEXED = saved
+        spelling._FEW, spelling._INDEXED = saved
     for name in names:
         near = sorted(v for v in variables if len(v) >= 3 and _distance_is_one(name, v))
         if name in variables or name in symbols or len(name) < 3 or not near:

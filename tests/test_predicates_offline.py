@@ -18,7 +18,7 @@ import cpl
 from cpl.errors import TraceError
 from cpl.trace import Event, Trace, load_trace
 from cpl.lang import Schema
-from cpl.lang.names import one_edit_apart
+from cpl.lang.spelling import one_edit_apart
 from cpl.trace.files import dumps_trace, loads_trace
 from runtime.cli.predicates import load_predicates
 from runtime.cli.usage import UsageError
