@@ -29,8 +29,9 @@ class System:
     ``variables`` are the names agents set (a bare word in a guard that is not one of them
     is a constant: ``status == passed``, unless it is one edit from a variable: ``reslt``
     beside ``result`` is a ``GuardError``; ``symbols``, when given, lists the constants
-    allowed, and a listed one is never taken for a misspelt variable).  ``init`` gives lifelines their starting values; with ``secret`` (bytes)
-    every token is signed and an unsigned or forged one refused.  ``System.from_schema``
+    allowed, and a listed one is never taken for a misspelt variable).  ``init`` gives
+    lifelines their starting values; with ``secret`` (bytes) every token is signed and an
+    unsigned or forged one refused.  ``System.from_schema``
     takes the lifelines, variables and symbols from a schema, as ``cpl check`` does."""
 
     def __init__(self, lifelines: Iterable[str], guards: Mapping[str, tuple[str, str]],
