@@ -101,11 +101,8 @@ def cmd_explain(args) -> int:
     source = open_trace(args.trace, _warn)
     predicates = _predicates(args, source)
     schema = None
-    if args.guard is not None:  # a misspelt variable silently makes an atom constant
-        from cpl import check
+    if args.guard is not None:
         schema = source.schema(predicates)
-        for warning in check(args.guard, schema).warnings:
-            _warn(warning)
     try:
         if isinstance(source, Trace):
             found = explain(source, args.event, args.guard, predicates)
