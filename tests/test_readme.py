@@ -7,11 +7,11 @@ run the ``approval.py`` docs/choreographies.md shows).  A block of commands
 (lines starting with ``$ ``) is run command by command, and what each prints
 (stdout and stderr, as a terminal shows them) must be the text under it; a
 ``simulator:`` line (CPU times) is compared up to its first ':', and a JSON
-``"seconds"`` object not at all.  A ``python``
-block is a complete program, run with a time limit, that must exit 0.  A
-``json`` block must parse (as one value, or as JSON lines).  Other blocks (a
-command's synopsis, a sample of output, YAML) are text and not run.  An HTML
-comment on the line before a block changes that:
+``"seconds"`` object not at all.  A ``python`` block is a complete program, run
+with a time limit, that must exit 0.  A ``json`` block must parse (as one value,
+or as JSON lines).  Other blocks (a command's synopsis, a sample of output,
+YAML) are text and not run.  An HTML comment on the line before a block changes
+that:
 
     <!-- readme: file NAME -->       the block is the file NAME of the scratch folder (used by
                                      later commands or continuations; python is compiled, json parsed)
@@ -204,7 +204,10 @@ class Reading:
                 for name, text in FILES.items():
                     (self.folder / name).write_text(text, encoding="utf-8")
             for block in self.blocks[len(done):index + 1]:
-                done.append(_run(block, self))
+                try:
+                    done.append(_run(block, self))
+                except (SyntaxError, ValueError) as error:  # a file block that does not parse
+                    done.append(f"{block.where}: {type(error).__name__}: {error}")
                 done_file.write_text(json.dumps(done))
             return done[index]
 
@@ -347,6 +350,11 @@ total = 1
 $ echo wrong
 right
 ```
+
+<!-- readme: file broken.json -->
+```json
+{"a": 
+```
 """
 
 
@@ -359,3 +367,4 @@ def test_the_directives_do_what_they_say(tmp_path):
     assert "say why the block is skipped" in results[5]
     assert "No module named 'no_such_module_here'" in results[6]  # imports of a skipped block
     assert results[7] == "SAMPLE.md:36: `echo wrong` printed\nwrong"
+    assert results[8].startswith("SAMPLE.md:44: JSONDecodeError: ")
