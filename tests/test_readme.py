@@ -164,8 +164,9 @@ def document_blocks(document: str, text: str | None = None) -> list[Block]:
 
 
 ALL = [block for document in DOCUMENTS for block in document_blocks(document)]
-# the tests in turns, one block of each document: xdist's workers then mostly ask for blocks
-# of different documents, which run at once, rather than queue for one document's lock
+# the tests in turns, one block of each document: without --dist loadgroup (which sends
+# each document's blocks to one worker) xdist's workers then mostly ask for blocks of
+# different documents, which run at once, rather than queue for one document's lock
 TURNS = [block for turn in zip_longest(*(document_blocks(d) for d in DOCUMENTS))
          for block in turn if block is not None]
 FILES = {block.argument: block.text for block in ALL if block.directive == "file"}
@@ -280,7 +281,9 @@ def readings(tmp_path_factory):
     return reading
 
 
-@pytest.mark.parametrize("block", [pytest.param(block, id=block.where) for block in TURNS])
+@pytest.mark.parametrize("block", [pytest.param(block, id=block.where,
+                                                marks=pytest.mark.xdist_group(block.document))
+                                   for block in TURNS])
 def test_every_block_runs_as_shown(readings, block):
     failure = readings(block.document).failure(block.index)
     assert failure is None, failure
