@@ -64,9 +64,12 @@ class AgentLog:
             raise LiveError(f"cannot write {lifeline}'s log at {where!r}: the path holds a "
                             f"NUL character") from None
         log = cls(where, descriptor, fsync)
-        log._line({"format": FORMAT, "lifeline": lifeline, "system": system.fingerprint,
-                   "lifelines": list(system.lifelines), "vars": sorted(system.variables),
-                   "init": system.init})
+        header = {"format": FORMAT, "lifeline": lifeline, "system": system.fingerprint,
+                  "lifelines": list(system.lifelines), "vars": sorted(system.variables),
+                  "init": system.init}
+        if system.symbols is not None:  # the trace re-checks the guards as the system did
+            header["symbols"] = sorted(system.symbols)
+        log._line(header)
         return log
 
     def write(self, data: dict) -> None:
@@ -103,6 +106,7 @@ class LogHeader:
     vars: tuple[str, ...]
     init: dict
     start: int  # byte offset of the first event line
+    symbols: tuple[str, ...] | None = None  # the system's, if it listed them
 
 
 def read_header(path: str) -> LogHeader:
@@ -131,8 +135,12 @@ def read_header(path: str) -> LogHeader:
             and all(isinstance(store, dict) for store in data["init"].values())):
         raise TraceError("its header is damaged: lifeline, system, lifelines, vars and init "
                          "are missing or of the wrong type", path)
+    symbols = data.get("symbols")
+    if symbols is not None and not (isinstance(symbols, list)
+                                    and all(isinstance(n, str) for n in symbols)):
+        raise TraceError("its header is damaged: symbols is not a list of names", path)
     return LogHeader(path, data["lifeline"], data["system"], tuple(lifelines), tuple(names),
-                     data["init"], len(line))
+                     data["init"], len(line), None if symbols is None else tuple(symbols))
 
 
 
@@ -187,10 +195,13 @@ class AgentLogs:
 
     @property
     def trace_header(self) -> dict:
-        """The trace's header fields: lifelines, starting values, variables."""
+        """The trace's header fields: lifelines, starting values, variables (and symbols)."""
         first = self.headers[0]
-        return {"lifelines": list(first.lifelines), "init": first.init or None,
-                "vars": list(first.vars)}
+        header = {"lifelines": list(first.lifelines), "init": first.init or None,
+                  "vars": list(first.vars)}
+        if first.symbols is not None:
+            header["symbols"] = list(first.symbols)
+        return header
 
     def events(self) -> dict:
         """Lifeline -> its events (lazy: each log is read as the merge takes its events)."""
