@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cpl.live import LiveError, System
+from cpl.live import LiveError, LogExists, System
 from cpl.trace import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -176,6 +176,8 @@ def test_an_agent_refuses_to_replace_an_earlier_runs_log(tmp_path):
         f"Builder's log {tmp_path / 'logs' / 'Builder.jsonl'} exists already (an earlier "
         f"run's?): move or delete it first (after cpl merge, if its events matter), or give "
         f"overwrite=True with log= to replace it")
+    assert isinstance(refused.value, LogExists)  # for a program to catch, with the log's path
+    assert refused.value.path == str(tmp_path / "logs" / "Builder.jsonl")
     assert (tmp_path / "logs" / "Builder.jsonl").read_bytes() == before
 
 
