@@ -283,9 +283,19 @@ def test_over_a_real_socket_with_the_async_client(agents):
 # -- the example -----------------------------------------------------------------------------
 
 def test_the_example_runs_and_its_merged_trace_rechecks(tmp_path):
+    """Run twice: the second run stops on one line (the Author's, or a service's once the
+    Author's log is gone) unless --overwrite, whose logs then merge and re-check."""
     environment = {**os.environ, "PYTHONPATH": str(ROOT)}
     logs, trace = tmp_path / "logs", tmp_path / "release.jsonl"
-    story = run([sys.executable, str(EXAMPLE / "run.py"), "--logs", str(logs)], environment)
+    command = [sys.executable, str(EXAMPLE / "run.py"), "--logs", str(logs)]
+    run(command, environment)
+    for who, log in (("run.py", "Author"), ("services.py", "Reviewer")):
+        again = subprocess.run(command, env=environment, capture_output=True, text=True,
+                               timeout=60)
+        assert (again.returncode, again.stdout, again.stderr) == (2, "", (
+            f"{who}: {logs}/{log}.jsonl exists already: give --overwrite to replace it\n"))
+        (logs / "Author.jsonl").unlink()
+    story = run([*command, "--overwrite"], environment)
     assert re.findall(r"^\S.*?: (\d{3}) ", story, re.MULTILINE) == ["403", "401", "200", "403", "200"]
     assert sorted(path.name for path in logs.iterdir()) == [
         "Author.jsonl", "Deployer.jsonl", "Reviewer.jsonl"]

@@ -86,6 +86,23 @@ def test_tools_example_runs_from_its_command_line(tmp_path):
     merged_and_rechecked(tmp_path / "logs", tmp_path)
 
 
+def test_a_rerun_into_the_same_logs_stops_on_one_line_unless_overwrite(tmp_path, capsys):
+    logs = tmp_path / "logs"
+    langgraph_review.main(["--logs", str(logs)])
+    first = {log.name: log.read_bytes() for log in logs.iterdir()}
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stopped:
+        langgraph_review.main(["--logs", str(logs)])
+    said = capsys.readouterr()
+    assert stopped.value.code == 2 and said.out == ""
+    assert said.err.endswith(f": {logs}/Author.jsonl exists already: give --overwrite to "
+                             f"replace it\n") and said.err.count("\n") == 1, said.err
+    assert {log.name: log.read_bytes() for log in logs.iterdir()} == first  # none touched
+    assert langgraph_review.main(["--logs", str(logs), "--overwrite"]) == {
+        "c1": "rejected", "c2": "merged"}
+    assert "2 decisions re-checked" in merged_and_rechecked(logs, tmp_path)  # not 4
+
+
 WORKERS = family("worker", 3)
 
 

@@ -299,9 +299,23 @@ def cpl(*arguments, cwd) -> subprocess.CompletedProcess:
 
 
 def test_the_stdio_example_runs_and_its_merged_logs_recheck(tmp_path):
+    """Run twice: the second run stops on one line (the Drafter's, or the server's once the
+    Drafter's and Approver's logs are gone) unless --overwrite, whose logs then recheck."""
     logs = tmp_path / "logs"
-    story = subprocess.run([sys.executable, EXAMPLE, "--logs", str(logs)], capture_output=True,
-                           text=True, timeout=60, env={**os.environ, "PYTHONPATH": ROOT})
+
+    def example(*more: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, EXAMPLE, "--logs", str(logs), *more],
+                              capture_output=True, text=True, timeout=60,
+                              env={**os.environ, "PYTHONPATH": ROOT})
+
+    assert example().returncode == 0
+    for who, log in (("run.py", "Drafter"), ("server.py", "Mailer")):
+        again = example()
+        assert (again.returncode, again.stdout, again.stderr) == (2, "", (
+            f"{who}: {logs}/{log}.jsonl exists already: give --overwrite to replace it\n"))
+        for name in ("Drafter", "Approver"):
+            (logs / f"{name}.jsonl").unlink()
+    story = example("--overwrite")
     assert story.returncode == 0, story.stderr
     assert story.stdout.count("-> refused") == 2 and story.stdout.count("-> ran") == 1
     assert sorted(os.listdir(logs)) == ["Approver.jsonl", "Drafter.jsonl", "Mailer.jsonl"]

@@ -36,11 +36,20 @@ def system(**kwargs) -> System:
 
 
 def test_the_asyncio_example_is_guarded_in_at_most_15_lines_and_every_decision_agrees(tmp_path):
+    """Run twice: the second run into the same folder stops on one line unless --overwrite,
+    which replaces the logs (the merge below would count 14 decisions if it appended)."""
     marked = [line for line in EXAMPLE.read_text().splitlines() if line.endswith("# cpl")]
     assert 0 < len(marked) <= 15
     shown = (ROOT / "docs" / "embedding.md").read_text()
     assert all(line in shown for line in marked), "docs/embedding.md shows another version"
     ran = run(EXAMPLE, "--logs", "logs/", cwd=tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    first = {log.name: log.read_bytes() for log in (tmp_path / "logs").iterdir()}
+    again = run(EXAMPLE, "--logs", "logs/", cwd=tmp_path)
+    assert (again.returncode, again.stdout, again.stderr) == (2, "", (
+        "asyncio_review.py: logs/Author.jsonl exists already: give --overwrite to replace it\n"))
+    assert {log.name: log.read_bytes() for log in (tmp_path / "logs").iterdir()} == first
+    ran = run(EXAMPLE, "--logs", "logs/", "--overwrite", cwd=tmp_path)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout == "c1: merged\nc2: refused\nc3: merged\n"
     merged = cpl("merge", "logs", "-o", "t.jsonl", cwd=tmp_path)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from cpl.live import LiveError, System
+from cpl.live import LiveError, LogExists, System
 from cpl.trace import load_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -91,6 +91,39 @@ def test_a_log_beside_other_files_names_the_logs_to_merge(tmp_path):
                           "./Tester.jsonl -o run.jsonl\n")
 
 
+def parts(folder: Path) -> None:
+    """A run's parts folder as ``cpl run --trace`` leaves it when its trace is not whole:
+    ``run.json`` and a log per lifeline (empty: a run stopped before its first event)."""
+    from runtime.parts import Parts, log_of
+    folder.mkdir()
+    Parts(str(folder), {"lifelines": ["Builder", "Tester"]}, {"status": "ok"}).keep()
+    for index in range(2):
+        Path(log_of(str(folder), index)).touch()
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_a_runs_parts_folder_given_as_a_trace_says_to_merge_it(tmp_path, command):
+    parts(tmp_path / "t.jsonl.parts")
+    ran = cpl(*(word.format("t.jsonl.parts") for word in COMMANDS[command]), cwd=tmp_path)
+    assert (ran.returncode, ran.stdout) == (1, ""), ran.stderr
+    assert ran.stderr == ("error: t.jsonl.parts: a run's parts folder (its lifelines' logs, "
+                          "kept by cpl run until its trace is whole), not a trace: rebuild the "
+                          "trace from it first: cpl merge t.jsonl.parts -o t.jsonl\n")
+    assert sorted(os.listdir(tmp_path)) == ["t.jsonl.parts"]  # nothing drawn or exported
+
+
+def test_the_parts_merge_it_names_works_as_printed_and_a_renamed_folder_makes_run_jsonl(
+        tmp_path):
+    parts(tmp_path / "t.jsonl.parts")
+    parts(tmp_path / "kept")
+    for folder, trace in (("t.jsonl.parts", "t.jsonl"), ("kept/", "run.jsonl")):
+        said = cpl("eval", folder, cwd=tmp_path).stderr
+        command = said.rstrip("\n").rsplit(": ", 1)[1].split()
+        assert command == ["cpl", "merge", folder, "-o", trace], said
+        assert cpl(*command[1:], cwd=tmp_path).returncode == 0
+        assert cpl("eval", trace, cwd=tmp_path).returncode == 0
+
+
 def test_a_folder_without_logs_and_a_broken_trace_say_what_they_said(tmp_path):
     (tmp_path / "empty").mkdir()
     (tmp_path / "t.jsonl").write_text('{"format": "cpl-msc/1", "lifeline": "A"}\n')
@@ -143,6 +176,8 @@ def test_an_agent_refuses_to_replace_an_earlier_runs_log(tmp_path):
         f"Builder's log {tmp_path / 'logs' / 'Builder.jsonl'} exists already (an earlier "
         f"run's?): move or delete it first (after cpl merge, if its events matter), or give "
         f"overwrite=True with log= to replace it")
+    assert isinstance(refused.value, LogExists)  # for a program to catch, with the log's path
+    assert refused.value.path == str(tmp_path / "logs" / "Builder.jsonl")
     assert (tmp_path / "logs" / "Builder.jsonl").read_bytes() == before
 
 

@@ -42,6 +42,17 @@ class UndeclaredVariable(LiveError):
                                f"it with System(..., variables=[...])"))
 
 
+class LogExists(LiveError):
+    """An agent's log that is there already (an earlier run's?): kept unless ``overwrite``.
+    ``path`` is the log, for a program to name its own way to overwrite it."""
+
+    def __init__(self, lifeline, path):
+        super().__init__(f"{lifeline}'s log {path} exists already (an earlier run's?): move or "
+                         f"delete it first (after cpl merge, if its events matter), or give "
+                         f"overwrite=True with log= to replace it")
+        self.path = path
+
+
 class TokenRefused(LiveError):
     """A token that must not reach the monitor: ``reason`` is a short tag for counting
     (``malformed``, ``oversized``, ``foreign``, ``misaddressed``, ``replayed``, ``forged``,

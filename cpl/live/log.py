@@ -22,7 +22,7 @@ import attrs
 
 from ..errors import TraceError
 from ..trace import encode_json, read_log, unwritable
-from .errors import LiveError
+from .errors import LiveError, LogExists
 
 FORMAT = "cpl-live/1"
 MAX_HEADER = 64 * 2**20  # bytes: lifelines, variables and starting values, never more
@@ -56,9 +56,7 @@ class AgentLog:
             descriptor = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_APPEND | (
                 os.O_TRUNC if overwrite else os.O_EXCL), 0o644)
         except FileExistsError:
-            raise LiveError(f"{lifeline}'s log {where} exists already (an earlier run's?): "
-                            f"move or delete it first (after cpl merge, if its events "
-                            f"matter), or give overwrite=True with log= to replace it") from None
+            raise LogExists(lifeline, where) from None
         except OSError as error:
             raise LiveError(f"cannot write {lifeline}'s log at {where}: "
                             f"{unwritable(where, error)}") from None

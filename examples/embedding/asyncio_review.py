@@ -12,12 +12,15 @@ guarding the agents added (tests/test_live.py counts them).
 
     python examples/embedding/asyncio_review.py --logs logs/
     cpl merge logs/ -o review.jsonl && cpl eval review.jsonl
+
+A second run into the same folder stops on one line naming the log that is there
+(exit 2): add ``--overwrite`` to replace the earlier run's logs.
 """
 
 import argparse
 import asyncio
 
-from cpl.live import System  # cpl
+from cpl.live import LogExists, System  # cpl
 
 MERGE = "@TestRunner(status != failed S status == passed) && @TestRunner.candidate == candidate"
 SYSTEM = System(["Author", "TestRunner", "Committer"], {"merge": ("Committer", MERGE)},  # cpl
@@ -54,8 +57,9 @@ async def committer(me, inboxes):
         await inboxes["Author"].put((verdict, me.send("Author", verdict).text))  # cpl
 
 
-async def main(logs):
-    agents = {name: SYSTEM.agent(name, log=logs) for name in SYSTEM.lifelines}  # cpl
+async def main(logs, overwrite):
+    agents = {name: SYSTEM.agent(name, log=logs, overwrite=overwrite)  # cpl
+              for name in SYSTEM.lifelines}
     inboxes = {name: asyncio.Queue() for name in SYSTEM.lifelines}
     await asyncio.gather(author(agents["Author"], inboxes),
                          test_runner(agents["TestRunner"], inboxes),
@@ -67,4 +71,10 @@ async def main(logs):
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--logs", default=None, help="a folder for the agents' logs")
-    asyncio.run(main(parser.parse_args().logs))
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run's logs")
+    args = parser.parse_args()
+    try:
+        asyncio.run(main(args.logs, args.overwrite))
+    except LogExists as error:  # an earlier run's logs are kept unless --overwrite
+        parser.exit(2, f"{parser.prog}: {error.path} exists already: give --overwrite to "
+                       f"replace it\n")

@@ -16,6 +16,9 @@ refused (the failing report is in the Committer's past); ``c2`` passes and is me
     python examples/embedding/langgraph_review.py --logs logs/
     cpl merge logs/ -o review.jsonl && cpl eval review.jsonl
     cpl render review.jsonl -o review.svg
+
+A second run into the same folder stops on one line naming the log that is there
+(exit 2): add ``--overwrite`` to replace the earlier run's logs.
 """
 
 import argparse
@@ -24,7 +27,7 @@ from typing import TypedDict
 from langgraph.graph import END, START, StateGraph
 
 from causal_guards.langgraph import GraphGuards, Tokens
-from cpl.live import System
+from cpl.live import LogExists, System
 
 LIFELINES = ["Author", "TestRunner", "Security", "Committer"]
 MERGE = ("@TestRunner.candidate == candidate && @Security.candidate == candidate"
@@ -98,9 +101,15 @@ def system() -> System:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--logs", help="folder for one .jsonl log per agent")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run's logs")
     args = parser.parse_args(argv)
     verdicts = {}
-    with GraphGuards(system(), log=args.logs) as guards:
+    try:
+        guards = GraphGuards(system(), log=args.logs, overwrite=args.overwrite)
+    except LogExists as error:  # an earlier run's logs are kept unless --overwrite
+        parser.exit(2, f"{parser.prog}: {error.path} exists already: give --overwrite to "
+                       f"replace it\n")
+    with guards:
         graph = build(guards)
         for patch, breaks in (("c1", True), ("c2", False)):
             state = graph.invoke({"patch": patch, "breaks_tests": breaks})

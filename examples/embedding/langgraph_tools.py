@@ -17,6 +17,9 @@ create is in the past and the write runs.  No model key: the AIMessages are scri
     python examples/embedding/langgraph_tools.py --logs logs/
     cpl merge logs/ -o tools.jsonl && cpl eval tools.jsonl
     cpl render tools.jsonl -o tools.svg
+
+A second run into the same folder stops on one line naming the log that is there
+(exit 2): add ``--overwrite`` to replace the earlier run's logs.
 """
 
 import argparse
@@ -31,7 +34,7 @@ from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 
 from causal_guards.langgraph import GraphGuards, Tokens, family, family_guards
-from cpl.live import System
+from cpl.live import LogExists, System
 
 TOOLS = family("tool", 2)
 CREATED = " || ".join(f"@{slot}.created == path" for slot in TOOLS)
@@ -122,11 +125,17 @@ def run(guards: GraphGuards | None) -> Disk:
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--logs", help="folder for one .jsonl log per agent")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run's logs")
     args = parser.parse_args(argv)
+    try:  # before the unguarded run: an earlier run's logs stop this one at once
+        guards = GraphGuards(system(), log=args.logs, overwrite=args.overwrite)
+    except LogExists as error:
+        parser.exit(2, f"{parser.prog}: {error.path} exists already: give --overwrite to "
+                       f"replace it\n")
     print("unguarded:")
     unguarded = run(None)
     print("guarded:")
-    with GraphGuards(system(), log=args.logs) as guards:
+    with guards:
         guarded = run(guards)
     return {"unguarded": unguarded.files.get(PATH), "guarded": guarded.files.get(PATH)}
 

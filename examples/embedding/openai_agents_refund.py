@@ -18,6 +18,9 @@ no API key.
     python examples/embedding/openai_agents_refund.py --logs logs/
     cpl merge logs/ -o refund.jsonl && cpl eval refund.jsonl
     cpl render refund.jsonl -o refund.svg
+
+A second run into the same folder stops on one line naming the log that is there
+(exit 2): add ``--overwrite`` to replace the earlier run's logs.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from agents import (Agent, RunContextWrapper, Runner, ToolCallOutputItem, functi
 from agents.testing import ScriptedModel, assistant_message, function_call
 
 from causal_guards.openai_agents import CausalContext, causal_guardrail
-from cpl.live import System
+from cpl.live import LogExists, System
 
 ORDER, AMOUNT = "A-17", 40
 
@@ -93,13 +96,13 @@ def tool_outputs(result) -> list[str]:
     return [item.output for item in result.new_items if isinstance(item, ToolCallOutputItem)]
 
 
-async def run(logs: str | None) -> list[str]:
+async def run(logs: str | None, overwrite: bool = False) -> list[str]:
     """Play the story; return every tool output the models saw, in order."""
     set_tracing_disabled(True)
     context = CausalContext()
     seen: list[str] = []
-    with SYSTEM.agent("Support", log=logs) as support, \
-            SYSTEM.agent("FraudCheck", log=logs) as fraud:
+    with SYSTEM.agent("Support", log=logs, overwrite=overwrite) as support, \
+            SYSTEM.agent("FraudCheck", log=logs, overwrite=overwrite) as fraud:
         front = support_agent(support, scripted_support())
         first = await Runner.run(front, f"Please refund order {ORDER}.", context=context)
         seen += tool_outputs(first)
@@ -115,10 +118,16 @@ async def run(logs: str | None) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--logs", help="folder for one .jsonl log per agent (for cpl merge)")
-    logs = parser.parse_args().logs
-    if logs:
-        os.makedirs(logs, exist_ok=True)  # a path that is no folder yet would be one shared file
-    for turn, output in enumerate(asyncio.run(run(logs)), 1):
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run's logs")
+    args = parser.parse_args()
+    if args.logs:
+        os.makedirs(args.logs, exist_ok=True)  # a path that is no folder yet would be one file
+    try:
+        outputs = asyncio.run(run(args.logs, args.overwrite))
+    except LogExists as error:  # an earlier run's logs are kept unless --overwrite
+        parser.exit(2, f"{parser.prog}: {error.path} exists already: give --overwrite to "
+                       f"replace it\n")
+    for turn, output in enumerate(outputs, 1):
         print(f"--- tool output {turn}, as the model saw it ---\n{output}")
 
 

@@ -1,8 +1,8 @@
 """The Reviewer and Deployer services: Starlette apps under uvicorn, one process each.
 
 ``python services.py reviewer|deployer --logs DIR`` binds 127.0.0.1 on a free port, prints
-``PORT <n>`` and serves until its standard input closes (so it never outlives its parent);
-:func:`start_services` is the parent's side of that.
+``PORT <n>`` and serves until its standard input closes (so it never outlives its parent),
+or prints why it cannot start instead; :func:`start_services` is the parent's side of that.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from causal_guards.http import CausalMiddleware, GuardedRoute
-from cpl.live import Agent
+from cpl.live import Agent, LogExists
 from release import release_system
 
 
@@ -77,8 +77,10 @@ def start_services(commands: list[list[str]], stack: ExitStack
                                   text=True) for command in commands]
     stack.callback(stop_services, processes)
     lines = [process.stdout.readline() for process in processes]
-    if not all(line.startswith("PORT ") for line in lines):
-        raise SystemExit(f"a service did not start (they printed {lines!r})")
+    for line in lines:
+        if not line.startswith("PORT "):  # the service's reason, or nothing if it crashed
+            print(line.strip() or "a service did not start", file=sys.stderr)
+            raise SystemExit(2)
     return [(process, f"http://127.0.0.1:{int(line.split()[1])}")
             for process, line in zip(processes, lines)]
 
@@ -100,7 +102,14 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("role", choices=sorted(APPS))
     parser.add_argument("--logs", required=True, help="folder of the agents' logs")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run's log")
     arguments = parser.parse_args()
     lifeline, make_app = APPS[arguments.role]
-    with release_system().agent(lifeline, log=arguments.logs) as agent:
+    try:
+        agent = release_system().agent(lifeline, log=arguments.logs,
+                                       overwrite=arguments.overwrite)
+    except LogExists as error:  # said on the line the parent reads for the port
+        print(f"{parser.prog}: {error.path} exists already: give --overwrite to replace it")
+        sys.exit(2)
+    with agent:
         serve_until_input_closes(make_app(agent))

@@ -8,6 +8,10 @@ server in its own process (``server.py``, over stdio). The Drafter asks the Mail
 send draft d1 before anyone approved it (refused: the guard is false, and the error
 result explains why), has the Approver approve d1, then asks again (sent), then tries
 to send a draft d2 that nobody approved (refused). Each agent logs to DIR/<name>.jsonl.
+
+A second run into the same folder stops on one line naming the log that is there (exit
+2), the Drafter's before the server starts: add ``--overwrite`` (passed on to the server)
+to replace the earlier run's logs.
 """
 
 import argparse
@@ -17,8 +21,10 @@ import secrets
 import sys
 
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from causal_guards.mcp import call_tool
+from cpl.live import LogExists
 from mail_system import SECRET_VARIABLE, mail_system
 
 SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server.py")
@@ -45,15 +51,21 @@ async def story(drafter, approver, client) -> list[bool]:
     return outcomes
 
 
-async def main(logs: str) -> int:
+async def main(logs: str, overwrite: bool) -> int:
     secret = secrets.token_bytes(32)
     system = mail_system(secret)
-    server = StdioServerParameters(command=sys.executable, args=[SERVER, "--logs", logs],
+    arguments = [SERVER, "--logs", logs] + (["--overwrite"] if overwrite else [])
+    server = StdioServerParameters(command=sys.executable, args=arguments,
                                    env={**os.environ, SECRET_VARIABLE: secret.hex()})
-    with system.agent("Drafter", log=logs) as drafter, \
-            system.agent("Approver", log=logs) as approver:
-        async with Client(server) as client:
-            outcomes = await story(drafter, approver, client)
+    with system.agent("Drafter", log=logs, overwrite=overwrite) as drafter, \
+            system.agent("Approver", log=logs, overwrite=overwrite) as approver:
+        try:
+            async with Client(server) as client:
+                outcomes = await story(drafter, approver, client)
+        except* MCPError:  # the server stopped (it said why on stderr)
+            outcomes = None
+    if outcomes is None:
+        return 2
     expected = [False, True, False]
     if outcomes != expected:
         print(f"unexpected outcomes {outcomes}, expected {expected}", file=sys.stderr)
@@ -65,6 +77,11 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--logs", required=True, help="folder for one .jsonl log per agent")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run's logs")
     arguments = parser.parse_args()
     os.makedirs(arguments.logs, exist_ok=True)
-    sys.exit(asyncio.run(main(arguments.logs)))
+    try:
+        sys.exit(asyncio.run(main(arguments.logs, arguments.overwrite)))
+    except LogExists as error:  # an earlier run's logs are kept unless --overwrite
+        parser.exit(2, f"{parser.prog}: {error.path} exists already: give --overwrite to "
+                       f"replace it\n")

@@ -11,6 +11,7 @@ import sys
 from mcp.server.mcpserver import MCPServer
 
 from causal_guards.mcp import CausalTools
+from cpl.live import LogExists
 from mail_system import SECRET_VARIABLE, SEND, mail_system
 
 
@@ -31,12 +32,20 @@ def mail_server(mailer) -> MCPServer:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--logs", required=True, help="folder for Mailer.jsonl")
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run's log")
     args = parser.parse_args()
     secret = os.environ.get(SECRET_VARIABLE)
     if not secret:
         print(f"server.py: set {SECRET_VARIABLE} (hex) as run.py does", file=sys.stderr)
         return 2
-    with mail_system(bytes.fromhex(secret)).agent("Mailer", log=args.logs) as mailer:
+    try:
+        mailer = mail_system(bytes.fromhex(secret)).agent("Mailer", log=args.logs,
+                                                          overwrite=args.overwrite)
+    except LogExists as error:  # on stderr, which run.py shares
+        print(f"server.py: {error.path} exists already: give --overwrite to replace it",
+              file=sys.stderr)
+        return 2
+    with mailer:
         mail_server(mailer).run("stdio")
     return 0
 
