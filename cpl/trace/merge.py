@@ -127,19 +127,16 @@ class LogTail:
         at = taken = 0
         first = self._at == self._start
         while True:
-            if not first:
-                while at < len(data) and data[at] in b" \t\r":
-                    at += 1
-                if data[at:at + 1] != b"\n":
-                    return taken, False  # its newline is not there yet
-                at += 1
+            if not first:  # the newline that ends the last event taken, maybe after spaces
+                newline = data.find(b"\n", at)  # (a memory-mapped log has a window of them)
+                if newline < 0:
+                    return taken, False  # not there yet
+                if data[at:newline].strip(b" \t\r"):
+                    self.done = True  # more on the last event's line: no log of ours
+                    return taken, False
+                at = newline + 1
             first = False
             end = data.find(b"\n", at)
-            if end < 0 and cut:
-                if len(data) - at >= MAX_LINE:  # and at least one byte more
-                    self.done = True
-                    return taken, False
-                return taken, True
             line = data[at:] if end < 0 else data[at:end]
             if len(line) + (end >= 0) > MAX_LINE:  # with its newline
                 self.done = True
@@ -149,6 +146,8 @@ class LogTail:
                 line = line[:zero]
             event, length = _value(line, end >= 0 and zero < 0)
             if not _is_event(event, self.lifeline):
+                if end < 0 and zero < 0 and cut and length == 0:
+                    return taken, True  # the line may go on past what was read
                 # A whole line that is no event ends the log; the last may be unfinished
                 self.done = length > 0 or end >= 0
                 return taken, False
@@ -232,10 +231,11 @@ class Merging:
                 return False
             _, _, name, event = heapq.heappop(heads)
             try:  # a line that is no event stops its lifeline's log there
-                built = Event(**event)
-                if built.kind == "recv" and not clocks.sent(built.msg):
-                    raise ValueError("a receive of a message its log does not send")
-                write(built._replace(vc=clocks.stamp(name, built.kind, built.msg)))
+                kind, msg = event["kind"], event.get("msg")
+                if "lifeline" not in event or kind == "recv" and not clocks.sent(msg):
+                    raise ValueError("no lifeline, or a receive of a message never sent")
+                event["vc"] = clocks.stamp(name, kind, msg)
+                write(Event(**event))
                 self.count += 1
             except (TypeError, ValueError):
                 self._malformed += 1
