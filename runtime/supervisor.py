@@ -161,13 +161,10 @@ class Supervisor:
                 meta = self._meta(INTERRUPTED, INTERRUPTED)
             except Unlaunched as failure:
                 meta = self._unlaunched(failure)
-            _t(f"watch ended, merged {self.merging.count}")
             ended = interrupts.count
             self._stop(control, lambda: interrupts.since(ended))
-            _t(f"stopped, merged {self.merging.count}")
             merging = interrupts.count
             whole = self.merging.step(lambda: interrupts.since(merging))
-            _t(f"merged {self.merging.count}")
             if self.unlogged:
                 meta["unlogged"] = dict(self.unlogged)
             meta.update(self.merging.placed())
@@ -447,8 +444,3 @@ class Supervisor:
             meta["rejected_control"] = dict(self.refused)
         return meta
 
-
-def _t(what):  # DEBUG
-    if os.environ.get("STOP_TIMES"):
-        import sys
-        print(f"[{time.monotonic():.3f}] {what}", file=sys.stderr, flush=True)

@@ -226,9 +226,11 @@ class Merging:
             self._dry.discard(name)
             self._advance(name)
         heads, clocks, write = self._heads, self._clocks, self._write
+        asked = 0
         while heads:
-            if stop is not None and not self.count % every and stop():
+            if stop is not None and not asked % every and stop():
                 return False
+            asked += 1
             _, _, name, event = heapq.heappop(heads)
             try:  # a line that is no event stops its lifeline's log there
                 kind, msg = event["kind"], event.get("msg")
