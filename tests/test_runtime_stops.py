@@ -10,6 +10,7 @@ import concurrent.futures
 import json
 import os
 import random
+import signal
 import subprocess
 import sys
 import time
@@ -174,3 +175,65 @@ def test_ctrl_c_under_load_keeps_every_logged_event_and_prints_the_traces_result
     print(f"{INTERRUPTS} interrupts in {time.monotonic() - began:.0f} s: "
           f"{doing.count('starting')} while starting, {doing.count('running')} running")
     assert doing.count("running") >= INTERRUPTS // 2
+
+
+def test_a_second_ctrl_c_during_the_last_merge_says_so_and_cpl_merge_completes_the_trace(
+        tmp_path, monkeypatch, capsys):
+    """Nothing merged while the run went (``_merge_for`` made idle), then a second
+    Ctrl-C as the last merge begins: cpl run says in one line that the trace lacks events
+    and names the command; every reader refuses the trace naming it; the command works as
+    printed and the trace then holds every logged event."""
+    import shlex
+
+    import runtime.supervisor as supervisor
+    from runtime.cli import main
+    monkeypatch.setattr(supervisor.Supervisor, "_merge_for", lambda self, seconds: True)
+    monkeypatch.chdir(tmp_path)
+    original = supervisor.Merging.step
+    stopped = []
+
+    def step(self, stop=None, every=256):
+        if stopped and stopped[-1] == "merging":  # the last merge: Ctrl-C again
+            signal.raise_signal(signal.SIGINT)
+            stopped.append("signalled")
+        return original(self, stop, every)
+    original_stop = supervisor.Supervisor._stop
+
+    def stop_then_merge(self, control, hurry):
+        original_stop(self, control, hurry)
+        stopped.append("merging")
+    monkeypatch.setattr(supervisor.Merging, "step", step)
+    monkeypatch.setattr(supervisor.Supervisor, "_stop", stop_then_merge)
+
+    def ctrl_c_soon():
+        time.sleep(1.5)
+        signal.raise_signal(signal.SIGINT)  # pragma: no cover - in a thread: to the process
+    import threading
+    threading.Thread(target=ctrl_c_soon, daemon=True).start()
+    code = main(["run", LOOP, "--arg", "pause=0.001", "--trace", "t.jsonl"])
+    told = capsys.readouterr()
+    assert code == 130 and stopped[-1] == "signalled", told.err
+    command = "cpl merge t.jsonl.parts -o t.jsonl"
+    assert told.err.splitlines()[-1] == (
+        f"cpl run: stopped while merging: t.jsonl lacks events the lifelines logged; "
+        f"`{command}` writes the whole trace"), told.err
+    cut = load_trace(tmp_path / "t.jsonl")
+    assert cut.meta["status"] == "interrupted" and cut.meta["unmerged"] is True
+    logged = sum(1 for log in (tmp_path / "t.jsonl.parts").glob("*.jsonl")
+                 for _ in read_log(str(log)))
+    assert len(cut.events) < logged
+    for args in (["eval", "t.jsonl"], ["explain", "t.jsonl", "A.1"],
+                 ["render", "t.jsonl", "-o", "t.dot"], ["detect", "t.jsonl"]):
+        assert main(args) == 1, args
+        said = capsys.readouterr()
+        assert not said.out and f"`{command}` writes the whole trace" in said.err, said.err
+    assert main(shlex.split(command)[1:]) == 0  # as printed
+    capsys.readouterr()
+    whole = load_trace(tmp_path / "t.jsonl")
+    assert len(whole.events) == logged and "unmerged" not in whole.meta
+    assert whole.meta["status"] == "interrupted" and whole.meta["unplaced"] == 0
+    check_messages(whole)
+    assert main(["eval", "t.jsonl"]) == 0
+    said = capsys.readouterr()
+    assert said.err == "note: t.jsonl: its run ended interrupted\n", said.err
+    assert "all agree" in said.out

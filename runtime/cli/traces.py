@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shlex
+from collections.abc import Mapping
 
 from cpl.errors import TraceError
 
@@ -36,7 +37,7 @@ def told(path: str, source) -> None:
     from cpl.trace.recovery import left_in, stream_end
     # A stream's end comes after its events: read from the file's end, before them
     meta = stream_end(path) if isinstance(source, JsonLines) else getattr(source, "meta", None)
-    if not isinstance(meta, dict) or meta.get("cut_off"):
+    if not isinstance(meta, Mapping) or meta.get("cut_off"):
         return  # a hand-written trace, or a stream without its end (warned of already)
     status = meta.get("status")
     if isinstance(status, str) and status != "ok":
@@ -55,7 +56,7 @@ def told(path: str, source) -> None:
             f"{shlex.quote(path)}` writes the whole trace from {folder}")
 
 
-def _same_run(folder: str, meta: dict) -> bool:
+def _same_run(folder: str, meta: Mapping) -> bool:
     """Whether the parts in ``folder`` are of the run ``meta`` ends."""
     from ..parts import Parts, PartsError
     try:
