@@ -53,6 +53,7 @@ from .results import LastValues
 
 MERGE_EVERY = 0.05  # seconds between two merges of the logs into the trace, while it runs
 MERGE_SLICE = 0.02  # seconds a merge goes on before the control frames are heard again
+MERGE_LAG = 0.25  # seconds the merge may stay behind the logs before the lifelines wait
 
 
 class Supervisor:
@@ -88,6 +89,7 @@ class Supervisor:
         self.parts = parts  # the folder for the lifelines' logs, if not a temporary one
         self.folder = ""  # the folder of the lifelines' logs, while the run goes
         self.unlogged: collections.Counter = collections.Counter()  # lost shipped lines
+        self.held = False  # the lifelines paused while the merge catches up (_hold)
         self.shipped = 0  # shipped log lines heard
 
     def _keys(self) -> dict:
@@ -229,7 +231,7 @@ class Supervisor:
         woken = self.interrupts.wake_fd()
         if woken is not None:
             poller.register(woken, zmq.POLLIN)
-        behind = False
+        behind, lagging = False, None  # since when the merge is behind the logs
         while True:
             if dict(poller.poll(0 if behind else 100)).get(control):
                 self._hear(control, self.endpoints)
@@ -240,6 +242,8 @@ class Supervisor:
             if behind or now - merged > MERGE_EVERY:
                 behind = not self._merge_for(MERGE_SLICE)
                 merged = now
+                lagging = (lagging or now) if behind else None
+                self._hold(lagging is not None and now - lagging > MERGE_LAG)
             if self.started_at is None and len(self.endpoints) == len(self.lifelines):
                 for name in self.lifelines:
                     self._send(control, name, Start(self.endpoints))
@@ -257,6 +261,20 @@ class Supervisor:
                 return self._meta(DEADLOCK, deadlocked(w for r in self.reports.values()
                                                        for w in r.waiting))
 
+    def _hold(self, held: bool) -> None:
+        """Pause the lifelines the launchers can pause while the merge catches up with
+        their logs (``MERGE_LAG``), so that what is left to merge at a stop stays small;
+        resume them once it has.  A paused lifeline's silence is no death."""
+        if held == self.held:
+            return
+        self.held = held
+        for launcher in self.launchers:
+            launcher.hold(held)
+        if not held:
+            now = time.monotonic()
+            for name in self.beats:
+                self.beats[name] = now
+
     def _merge_for(self, seconds: float) -> bool:
         """Merge what the logs hold for at most ``seconds``; whether it was all."""
         until = time.monotonic() + seconds
@@ -266,6 +284,7 @@ class Supervisor:
         """Say ``stop``; hear the last words (final reports, shipped log lines) of every
         lifeline that said hello, for at most ``STOP_GRACE`` or until ``hurry()``, merging
         meanwhile; the launchers end the rest."""
+        self._hold(False)  # a paused lifeline could not say its last words
         if control is not None:
             deadline = time.monotonic() + STOP_GRACE
             for name in self.lifelines:
@@ -357,7 +376,8 @@ class Supervisor:
             late = [name for name in self.lifelines if name not in self.endpoints
                     and now - self.joining[name][0] > self.joining[name][1]]
             return self._not_joined(late) if late else None
-        for name in self.lifelines:  # silent since the start: waiting for a join was no silence
+        for name in () if self.held else self.lifelines:  # silent since the start:
+            # waiting for a join was no silence, nor a pause of ours (_hold)
             silent = now - max(self.beats.get(name, now), self.started_at)
             if silent > SILENCE:
                 if any(launcher.alive(name) for launcher in self.launchers):
