@@ -17,10 +17,13 @@ the lifeline whose key signed it, :mod:`runtime.control`):
   nothing else said in between (a probe wave) → **deadlock**;
 * ``--timeout`` → **timeout**; Ctrl-C or SIGTERM → **interrupted**.
 
+All along it merges the logs into the trace (:mod:`cpl.trace.merge`, the logs
+read as they grow), pausing the lifelines it can while the merge is behind.
 Then it says ``stop``, hears the lifelines' last words for at most
 ``STOP_GRACE`` (a lifeline inside a blocking action cannot answer: its
-launcher ends it), and merges the logs into the trace (:mod:`cpl.trace.merge`)
-with ``meta`` saying how the run ended.  The logs live in the run's parts
+launcher ends it), merges what is left, and returns ``meta`` saying how the
+run ended, with the results the merged events leave (:mod:`runtime.results`).
+Ctrl-C and SIGTERM are counted, not raised (:mod:`runtime.interrupts`).  The logs live in the run's parts
 folder (:mod:`runtime.parts`, beside the trace), with what ``cpl merge``
 needs to rebuild the trace should the supervisor vanish first.
 """

