@@ -23,9 +23,10 @@ Then it says ``stop``, hears the lifelines' last words for at most
 ``STOP_GRACE`` (a lifeline inside a blocking action cannot answer: its
 launcher ends it), merges what is left, and returns ``meta`` saying how the
 run ended, with the results the merged events leave (:mod:`runtime.results`).
-Ctrl-C and SIGTERM are counted, not raised (:mod:`runtime.interrupts`).  The logs live in the run's parts
-folder (:mod:`runtime.parts`, beside the trace), with what ``cpl merge``
-needs to rebuild the trace should the supervisor vanish first.
+Ctrl-C and SIGTERM are counted, not raised (:mod:`runtime.interrupts`).  The
+logs live in the run's parts folder (:mod:`runtime.parts`, beside the trace),
+with what ``cpl merge`` needs to rebuild the trace should the supervisor
+vanish first.
 """
 
 from __future__ import annotations
@@ -200,8 +201,8 @@ class Supervisor:
     def _parts(self) -> Parts:
         return Parts(self.folder, self._header(), {
             "choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
-            "run": self.run_id, "processes": True},
-            reported={name: list(names) for name, names in self.plan.choreography.results.items()})
+            "run": self.run_id, "processes": True}, reported={
+                name: list(names) for name, names in self.plan.choreography.results.items()})
 
     def _log(self, name: str) -> str:
         return log_of(self.folder, self.lifelines.index(name))
