@@ -11,11 +11,11 @@ happened to finish in.
   or node wrote is filed under a receiver (or :data:`UNADDRESSED`) and refused there.
 * **Nodes**: ``guards.node(lifeline, fn, to=..., reads=...)`` receives the tokens for
   ``lifeline`` (a refused one is recorded as ``act("refused: ...")``), the state keys in
-  ``reads`` set by the first receive; at the end the guard variables of its update are
-  one act, and one token per lifeline in ``to`` goes out in the update.
-* **Send fan-out**: one lifeline per task, ``family("worker", n)`` = ``worker_0`` ..;
-  ``guards.fan_out(sender, "worker", payloads)`` addresses payload *k* to ``worker_k``
-  and ``guards.tasks("worker", fn)`` runs each task as the member its token names.
+  ``reads`` set by the first receive; at the end its update's guard variables are one act,
+  and one token per lifeline in ``to`` goes out in it, labelled ``fn {the update's keys}``.
+* **Send fan-out**: one lifeline per task, ``worker_k`` of ``family("worker", n)``, which
+  ``guards.fan_out(sender, "worker", payloads)`` sends payload *k* to as ``Send(worker,
+  {its keys})``; ``guards.tasks("worker", fn)`` runs each task as the member it names.
 * **Conditional edge**: ``guards.route(label, if_true, if_false)`` decides at the owner.
 * **ToolNode**: ``guards.tool_calls("tool", guarded=...)`` is a ``wrap_tool_call`` running
   call *k* of the AIMessage as ``tool_k``; a false guard returns an error ToolMessage
@@ -38,6 +38,8 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
+from causal_guards.families import family, family_guards, member_label
+from causal_guards.labels import send_label, update_label
 from cpl.live import (Agent, LiveError, System, Token, TokenRefused, UndeclaredVariable,
                       UnknownLifeline)
 
@@ -71,33 +73,25 @@ Tokens = Annotated[dict, merge_tokens]
 """The state channel's type: ``cpl: Tokens`` in a TypedDict state schema."""
 
 
-def family(name: str, size: int) -> tuple[str, ...]:
-    """The lifelines of a fan-out: ``name_0`` .. ``name_{size-1}``, one per concurrent task."""
-    return tuple(f"{name}_{k}" for k in range(size))
-
-
-def member_label(label: str, member: str) -> str:
-    """The label a family member owns for a guard it shares with its siblings."""
-    return f"{label} [{member}]"
-
-
-def family_guards(label: str, members: Iterable[str],
-                  guard: str | Callable[[str], str]) -> dict[str, tuple[str, str]]:
-    """``System`` guards, one label per member (a label has one owner): text or guard(member)."""
-    return {member_label(label, m): (m, guard(m) if callable(guard) else guard)
-            for m in members}
-
-
 class GraphGuards:
     """The agents of one graph, and the wrappers that make its nodes lifelines."""
 
-    def __init__(self, system: System, *, log: str | None = None, channel: str = CHANNEL):
-        """``log``: a folder (made if missing) for one ``<lifeline>.jsonl`` per agent."""
+    def __init__(self, system: System, *, log: str | None = None, channel: str = CHANNEL,
+                 overwrite: bool = False):
+        """``log``: a folder (made if missing) for one ``<lifeline>.jsonl`` per agent; logs
+        there already are an earlier run's, replaced only with ``overwrite``."""
         self.system, self.channel, self._variables = system, channel, system.variables
         if log is not None:
             os.makedirs(log, exist_ok=True)
             log = os.path.join(log, "")
-        self._agents = {name: system.agent(name, log=log) for name in system.lifelines}
+        self._agents = {}
+        try:
+            for name in system.lifelines:
+                self._agents[name] = system.agent(name, log=log, overwrite=overwrite)
+        except LiveError:  # an earlier run's log: the agents made so far close theirs
+            for agent in self._agents.values():
+                agent.close()
+            raise
         self._made: OrderedDict[str, Token] = OrderedDict()  # text -> Token, not yet received
         self._made_lock = threading.Lock()
 
@@ -147,8 +141,8 @@ class GraphGuards:
         for member, payload in zip(members, payloads):
             if not isinstance(payload, Mapping):
                 raise GraphGuardError(f"a fan-out payload is a mapping, not {payload!r:.60}")
-            sends.append(Send(node, {**payload,
-                                     self.channel: {member: self._token(agent, member, node)}}))
+            token = self._token(agent, member, send_label(node, payload, self.channel))
+            sends.append(Send(node, {**payload, self.channel: {member: token}}))
         return sends
 
     def route(self, label: str, if_true: str, if_false: str) -> Callable[[Any], str]:
@@ -241,7 +235,8 @@ class GraphGuards:
             if writes:
                 agent.act(label, **writes)
             sent_to = self._targets(targets(result)) if callable(targets) else targets
-            return self._with_channel(result, self._send(agent, sent_to, consumed, label), label)
+            sent = self._send(agent, sent_to, consumed, update_label(label, update, self.channel))
+            return self._with_channel(result, sent, label)
 
         if inspect.iscoroutinefunction(fn):
             async def guarded_node(state: Any, config: RunnableConfig) -> Any:

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
+import sysconfig
 import threading
 import time
 import traceback
@@ -25,7 +27,7 @@ from types import MappingProxyType
 
 from cpl.trace import LARGEST_INT, SMALLEST_INT, value_problem
 from . import model
-from .errors import Where
+from .errors import Where, shown_path
 from .local import LAct
 from .status import RunFailure
 
@@ -80,7 +82,43 @@ def failed(s: LAct, error: BaseException, lifeline: str, event) -> RunFailure:
     else:
         said = str(error)
         cause = f"action {s.label!r} raised {type(error).__name__}" + (f": {said}" if said else "")
-    return RunFailure(lifeline, event, cause, _raised_at(s, error) or s.where, kind="action")
+    return RunFailure(lifeline, event, cause, _raised_at(s, error) or s.where, kind="action",
+                      traceback=user_traceback(error))
+
+
+OURS = ("choreo", "cpl", "runtime", "causal_guards")  # our packages: their frames are not shown
+MOST_FRAMES = 20  # the innermost ones: a deep library's frames do not bury the message
+
+
+def user_traceback(error: BaseException) -> str:
+    """The frames of ``error``'s traceback that are the user's (any code but our packages,
+    and but the frames of the standard library a driver awaits in before the action's
+    own), as Python prints them, indented under the failure's message; ``""`` if none."""
+    ours = tuple(os.path.dirname(os.path.abspath(module.__file__)) + os.sep
+                 for module in map(sys.modules.get, OURS) if module is not None
+                 and getattr(module, "__file__", None))
+    frames = [frame for frame in traceback.extract_tb(error.__traceback__)
+              if not os.path.abspath(frame.filename).startswith(ours)]
+    while frames and _standard(frames[0].filename):
+        frames.pop(0)  # asyncio's, awaiting the action for a driver
+    if not frames:
+        return ""
+    shown = traceback.StackSummary.from_list([
+        traceback.FrameSummary(shown_path(frame.filename), frame.lineno, frame.name,
+                               line=frame.line) for frame in frames]).format()  # a recursion's
+    hidden = len(shown) - MOST_FRAMES  # repeats are one "[Previous line repeated N more times]"
+    lines = ["where the action raised (most recent call last):"]
+    if hidden > 0:
+        lines.append(f"  ... {hidden} earlier frames")
+    lines += [line for text in shown[-MOST_FRAMES:] for line in text.rstrip("\n").split("\n")]
+    return "\n".join(f"  {line}" for line in lines)
+
+
+def _standard(filename: str) -> bool:
+    """Whether ``filename`` is in Python's standard library (not an installed package's)."""
+    path = os.path.abspath(filename)
+    return path.startswith(os.path.join(sysconfig.get_paths()["stdlib"], "")) and not (
+        {"site-packages", "dist-packages"} & set(path.split(os.sep)))  # a venv's base's too
 
 
 def assignments(s: LAct, value, variables: dict, lifeline: str, event) -> dict:

@@ -109,8 +109,8 @@ class Runner:
         # text), immutable, shared by the lifeline's runners: the plan holds the statements
         self.decisions: dict = shared[1]
         self.decided: dict = {}  # id(LChoose/LWhile) -> the same, its slot as our monitor's cell
-        self.naming = lambda: f"{self.name}.{self.taken + 1}"  # the next event's id, when
-        # a failure needs it: not built per action (bench/runner_steps.py)
+        self.naming = lambda: self.latest_event  # the id a failure names, when it needs
+        # it: not built per action (bench/runner_steps.py)
         self._spawn(Thread([Frame(body, ())]))
 
     @property
@@ -118,8 +118,10 @@ class Runner:
         return not self.threads
 
     @property
-    def next_event(self) -> str:
-        return f"{self.name}.{self.taken + 1}"
+    def latest_event(self) -> str | None:
+        """The id of this lifeline's latest event (None before its first): an event that
+        fails is never taken, so its failure names the one the trace holds before it."""
+        return f"{self.name}.{self.taken}" if self.taken else None
 
     # ------------------------------------------------------------ the driver's calls
 
@@ -162,7 +164,7 @@ class Runner:
 
     def action_failed(self, option: Option, error: BaseException) -> RunFailure:
         """The failure of an awaited action that raised ``error``."""
-        return actions.failed(option[1].want[1], error, self.name, self.next_event)
+        return actions.failed(option[1].want[1], error, self.name, self.naming)
 
     def fire(self, option: Option, value=None) -> tuple[Event | None, Message | None]:
         """Take the event: (the recorded event or None when not recording, the message to send).
@@ -238,7 +240,7 @@ class Runner:
                     payload = {"outcome": outcome}
                 kind, updates, outcome, guard = "send", None, None, None
         except EvaluationError as error:  # a predicate raised while the monitor evaluated
-            raise RunFailure(name, self.next_event, f"cannot evaluate a "
+            raise RunFailure(name, self.latest_event, f"cannot evaluate a "
                              f"guard: {error}", kind="predicate") from None
         if kind == "act" or kind == "send":  # the thread moves to its next statement
             top = thread.frames[-1]

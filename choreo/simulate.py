@@ -190,7 +190,7 @@ class _Simulation:
                 status, error = LIMIT, f"stopped after {self.driver.steps} steps (--max-steps)"
         except RunFailure as failure:
             status, error = FAILED, failure.render()
-            self.failed = {"lifeline": failure.lifeline, "event": failure.event}
+            self.failed = failure.failed
         except DeadlinePassed:
             status, error = TIMEOUT, timed_out(timeout)
         except KeyboardInterrupt:
@@ -260,7 +260,8 @@ class _Simulation:
         trace = Trace(header["lifelines"], header["init"], tuple(self.events), header["vars"],
                       header["symbols"], self.meta(status, error, steps),
                       predicates=header["predicates"])
-        return RunResult(status, results, expected, trace, error, steps)
+        return RunResult(status, results, expected, trace, error and error.partition("\n")[0],
+                         steps)  # the line meta.error holds; its traceback is meta's
 
 
 def simulated_meta(plan: Plan, seed, inputs: dict, status: str, error: str | None, steps: int,

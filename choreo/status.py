@@ -31,14 +31,30 @@ EXIT_CODES = {OK: 0, FAILED: 1, DEADLOCK: 1, LIMIT: 1, TIMEOUT: 1, DIED: 1, UNRE
 
 
 class RunFailure(ChoreographyError):
-    """A lifeline could not take an event: ``lifeline``, ``event`` (its id) and the cause."""
+    """A lifeline could not take an event: ``lifeline``, where it was, and the cause.
 
-    def __init__(self, lifeline: str, event: str, cause: str, where: Where = UNKNOWN,
-                 kind: str = "run"):
-        super().__init__(f"{lifeline}, event {event}: {cause}", where, kind=kind)
+    ``event`` is always an id the trace holds (or ``None``): with ``after`` (the usual
+    case) the lifeline's latest event, the failed one never being taken, so the message
+    says ``after Tester.1`` (``before its first event`` for ``None``); without, the
+    event whose step failed.  ``traceback``: the frames of the user's own code the
+    failure came from, shown under the message (``choreo.actions.user_traceback``)."""
+
+    def __init__(self, lifeline: str, event: str | None, cause: str, where: Where = UNKNOWN,
+                 kind: str = "run", after: bool = True, traceback: str = ""):
+        place = (f"event {event}" if not after else f"after {event}" if event
+                 else "before its first event")
+        super().__init__(f"{lifeline}, {place}: {cause}", where, traceback, kind=kind)
         self.lifeline = lifeline
         self.event = event
+        self.after = after
         self.cause = cause
+
+    @property
+    def failed(self) -> dict:
+        """``meta.failed``: the lifeline, and the event of the trace it failed at or after."""
+        if self.event is None:
+            return {"lifeline": self.lifeline}
+        return {"lifeline": self.lifeline, "after" if self.after else "event": self.event}
 
 
 def timed_out(seconds: float) -> str:
@@ -54,10 +70,13 @@ def deadlocked(waits) -> str:
 def run_meta(choreography: str, seed, inputs: dict, status: str, error: str | None = None,
              **facts) -> dict:
     """A finished run's ``meta`` (trace.md), whoever drove it: which run, how it ended —
-    ``error``, the line ``cpl run`` prints, for any status but ok — then ``facts`` only
-    its driver knows, in order."""
+    ``error``, the line ``cpl run`` prints, for any status but ok, and ``traceback``, the
+    lines it prints under it (a failed action's frames: ``error``'s lines after its
+    first) — then ``facts`` only its driver knows, in order."""
     meta = {"choreography": choreography, "seed": seed, "inputs": dict(inputs),
             "status": status, **facts}
     if error:
-        meta["error"] = error
+        meta["error"], _, traceback = error.partition("\n")
+        if traceback:  # a failed action's own frames (RunFailure): one line stays one line
+            meta["traceback"] = traceback
     return meta

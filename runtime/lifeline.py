@@ -236,7 +236,7 @@ class LifelineProcess:
                 frame = encode(run, message, runner.sent)
             except FrameTooLarge as error:  # the send happened; its message cannot travel
                 raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{runner.taken}",
-                                 str(error), kind="message") from None
+                                 str(error), kind="message", after=False) from None
             put(outboxes[message.receiver], frame)
         return post
 

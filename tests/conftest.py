@@ -1,11 +1,13 @@
-"""Hypothesis profiles: a quick one for development, a thorough one for CI (CI=true); and in
-CI, a run that skips any test fails (``nothing_skipped``)."""
+"""Hypothesis profiles: a quick one for development, a thorough one for CI (CI=true); in CI,
+a run that skips any test fails (``nothing_skipped``); and ``--dist loadgroup`` groups
+(``xdist_groups``)."""
 
 import os
 
 from hypothesis import HealthCheck, settings
 
 from nothing_skipped import pytest_sessionfinish, pytest_terminal_summary  # noqa: F401 (hooks)
+from xdist_groups import pytest_collection_modifyitems  # noqa: F401 (a hook)
 
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("ci", max_examples=300, deadline=None,

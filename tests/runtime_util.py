@@ -74,6 +74,33 @@ def tagged(tag: str) -> dict[int, str]:
     return found
 
 
+def holding(folder: str) -> dict[int, str]:
+    """pid -> command line of every live process but this one with its working folder or
+    an open file inside ``folder``: the processes a program started there, even those that
+    renamed themselves (setproctitle overwrites what ``/proc/PID/environ`` shows, so
+    ``tagged`` cannot see them: Ray's ``ray::DashboardAgent`` is one)."""
+    inside = os.path.realpath(folder) + os.sep
+    found = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as handle:
+                if handle.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
+                    continue
+            links = [os.readlink(f"/proc/{entry}/cwd")]
+            for fd in os.listdir(f"/proc/{entry}/fd"):
+                with contextlib.suppress(OSError):
+                    links.append(os.readlink(f"/proc/{entry}/fd/{fd}"))
+            if any((link + os.sep).startswith(inside) for link in links):
+                with open(f"/proc/{entry}/cmdline", "rb") as handle:
+                    found[int(entry)] = handle.read().replace(b"\0", b" ").decode(
+                        errors="replace")
+        except (OSError, IndexError):
+            continue
+    return found
+
+
 def lifeline_processes(tag: str) -> dict[int, str]:
     return {pid: line for pid, line in tagged(tag).items() if " lifeline " in f" {line} "}
 

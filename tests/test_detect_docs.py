@@ -1,10 +1,9 @@
 """What the docs show of ``--detect`` and ``cpl detect`` is what they print.
 
-Every ``$ `` command block of the section "Your own bad outcomes" of
-docs/anomalies.md, and of the ``cpl detect`` section of docs/cli.md, runs in a
-scratch copy of ``examples/`` (as tests/test_readme.py runs the README's) and
-must print the text under it; only a ``simulator:`` line (CPU times) is
-compared up to its first ':'.  A block marked ``<!-- detect: FILE -->`` is
+The ``$ `` command blocks of the section "Your own bad outcomes" of
+docs/anomalies.md, and of the ``cpl detect`` section of docs/cli.md, run as every
+document's do, in tests/test_readme.py (only a ``simulator:`` line, CPU times, is
+compared up to its first ':').  Here: a block marked ``<!-- detect: FILE -->`` is
 code quoted from FILE, verbatim.
 """
 
@@ -13,9 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import pytest
-
-from test_readme import blocks, commands, run_shell, scratch_folder
+from test_readme import blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -31,26 +28,11 @@ SECTIONS = {"anomalies": _section("docs/anomalies.md", "## Your own bad outcomes
             "cli": _section("docs/cli.md", "## `cpl detect`")}
 
 
-@pytest.fixture(scope="module")
-def scratch(tmp_path_factory):
-    return scratch_folder(tmp_path_factory.mktemp("detect_docs"))
-
-
-def _shown(line: str) -> str:
-    return line.split(":")[0] if line.startswith("simulator:") else line.rstrip()
-
-
-@pytest.mark.parametrize("name", SECTIONS)
-def test_every_command_prints_what_the_doc_shows(scratch, name):
-    ran = 0
-    for info, directive, argument, body, line in blocks(SECTIONS[name]):
-        for command, expected in commands(body):
-            result = run_shell(command, scratch)
-            got = [_shown(g) for g in result.stdout.rstrip("\n").splitlines()]
-            assert got == [_shown(w) for w in expected], \
-                f"{name}: `{command}` printed\n" + "\n".join(got)
-            ran += 1
-    assert ran >= 2
+def test_the_sections_show_commands():
+    for name, section in SECTIONS.items():
+        shown = [line for info, _, _, body, _ in blocks(section) for line in body
+                 if line.startswith("$ cpl ")]
+        assert len(shown) >= 2, name
 
 
 def test_quoted_code_is_the_files():

@@ -18,6 +18,7 @@ from cpl.monitor import offline, OwnedFormula, compile_guards
 from cpl.semantics import reference
 from cpl.errors import EvaluationError
 from cpl.trace.files import loads_trace
+from needs import needs_dot
 
 CANARY_HIT = False  # set by injected code, if any ever ran
 
@@ -239,12 +240,13 @@ REFUSED = {
     "a lone surrogate in meta": (_doc(["A"], meta={"error": "\udbff"}), '"meta"'),
 }
 
-COMMANDS = [
+COMMANDS = [  # PNG (graphviz's dot draws it from the DOT text) apart: test_..._through_png
     ("eval",), ("eval", "true"), ("eval", "true", "--format", "jsonl"),
     ("explain", "c", "true"), ("explain", "c", "true", "--format", "json"),
-    ("render", "-o", "OUT.dot"), ("render", "-o", "OUT.svg"), ("render", "-o", "OUT.png"),
+    ("render", "-o", "OUT.dot"), ("render", "-o", "OUT.svg"),
     ("render", "-o", "OUT.html"), ("render", "-o", "OUT.log"),
 ]
+PNG = ("render", "-o", "OUT.png")
 
 
 def _cpl(capsys, tmp_path, trace_path, command) -> tuple[int, str, str]:
@@ -307,15 +309,38 @@ def test_hostile_traces_are_refused_naming_the_event_and_field(capsys, tmp_path,
         assert "internal error" not in err and "Traceback" not in err
 
 
+NUL_GUARD = _doc(["A"], {"id": "c", "lifeline": "A", "kind": "choice", "guard": "x\x00",
+                         "outcome": True})
+
+
 def test_a_nul_in_a_recorded_guard_is_drawn_and_refused_as_a_guard(capsys, tmp_path):
     path = tmp_path / "t.json"
-    path.write_text(json.dumps(_doc(["A"], {"id": "c", "lifeline": "A", "kind": "choice",
-                                            "guard": "x\x00", "outcome": True})))
+    path.write_text(json.dumps(NUL_GUARD))
     for command in COMMANDS:
         code, out, err = _cpl(capsys, tmp_path, path, command)
         assert "internal error" not in err and "\x00" not in out + err
         assert code == (0 if command[0] == "render" or "true" in command else 2), (command, err)
     assert "x\\x00" in (tmp_path / "OUT.svg").read_text(encoding="utf-8")
+
+
+@needs_dot
+@pytest.mark.parametrize("form", ["json", "jsonl"])
+def test_hostile_traces_through_png(capsys, tmp_path, form):
+    """What the other commands accept graphviz draws; what they refuse PNG refuses alike."""
+    accepted = {**ACCEPTED, "a NUL in a recorded guard": NUL_GUARD}
+    for name, document in accepted.items():
+        code, out, err = _cpl(capsys, tmp_path, _written(tmp_path, form, document), PNG)
+        assert code == 0 and out == "" and "Traceback" not in err, (name, err)
+        assert (tmp_path / "OUT.png").read_bytes().startswith(b"\x89PNG"), name
+        (tmp_path / "OUT.png").unlink()
+    for name, (document, expected) in REFUSED.items():
+        path = _written(tmp_path, form, document)
+        code, out, err = _cpl(capsys, tmp_path, path, PNG)
+        if form == "jsonl":
+            assert f"{path}: line " in err, (name, err)
+            expected = expected if "time" in expected else expected.replace("#0 ", "")
+        assert code == 1 and out == "" and expected in err and err.count("\n") == 1, (name, err)
+        assert not (tmp_path / "OUT.png").exists(), name
 
 
 @pytest.mark.parametrize("guard", ['x == "a\\u0000\\u001b[2J"', 'x == "\\ud800"',

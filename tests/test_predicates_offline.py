@@ -2,7 +2,7 @@
 
 A recorded trace names the application predicates its guards call; ``cpl eval``
 loads them with ``--predicates FILE`` and names the one that is missing. A bare
-name one edit from a variable gets a warning; ``cpl check`` shows a generic
+name one edit from a variable is an error; ``cpl check`` shows a generic
 ``P φ`` without a schema.
 """
 
@@ -18,7 +18,7 @@ import cpl
 from cpl.errors import TraceError
 from cpl.trace import Event, Trace, load_trace
 from cpl.lang import Schema
-from cpl.lang.names import one_edit_apart, symbol_warnings
+from cpl.lang.spelling import one_edit_apart
 from cpl.trace.files import dumps_trace, loads_trace
 from runtime.cli.predicates import load_predicates
 from runtime.cli.usage import UsageError
@@ -268,11 +268,10 @@ def test_many_missing_predicates_are_summed_up():
     assert "'nope0'" in str(caught.value) and "and 45 more" in str(caught.value)
 
 
-# ------------------------------------------------------- the symbol warning
+# ------------------------------------------------------- a misspelt variable
 
 SCHEMA = {"lifelines": ["A", "B"], "vars": ["status", "candidate"]}
-WARNING = ('warning: `statuss` is a symbol (the string "statuss"), not a variable; '
-           'did you mean `status`?')
+REFUSED = "error: 'statuss' is not a declared variable; did you mean 'status'?"
 
 
 @pytest.fixture
@@ -282,42 +281,42 @@ def schema_file(tmp_path):
     return path
 
 
-def test_cpl_check_warns_about_a_symbol_one_edit_from_a_variable(schema_file):
-    result = run_cpl("check", "--schema", schema_file, "statuss == passed")
-    assert result.returncode == 0
-    assert result.stdout == "statuss == passed\n" and result.stderr == WARNING + "\n"
-    result = run_cpl("check", "--schema", schema_file, "--format", "json", "statuss == passed")
-    assert result.returncode == 0 and json.loads(result.stdout)["canonical"]
-    assert WARNING in result.stderr
+def test_cpl_check_refuses_a_symbol_one_edit_from_a_variable(schema_file):
+    for options in ((), ("--format", "json")):
+        result = run_cpl("check", "--schema", schema_file, *options, "statuss == passed")
+        assert result.returncode == 2 and result.stdout == ""
+        assert result.stderr.startswith("guard:1:1: " + REFUSED + "\n  statuss == passed\n"
+                                        "  ^^^^^^^\n  hint: ")
 
 
-def test_no_warning_for_a_name_far_from_every_variable(schema_file):
+def test_a_name_far_from_every_variable_stays_a_symbol(schema_file):
     result = run_cpl("check", "--schema", schema_file, "status == passed && @A.candidate == c7")
     assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == "status == passed && @A.candidate == c7\n"
 
 
-def test_cpl_eval_warns_too(tmp_path):
+def test_cpl_eval_refuses_it_too(tmp_path):
     path = tmp_path / "t.json"
     path.write_text(json.dumps({**HEADER, "events": [
         {"id": "a1", "lifeline": "A", "kind": "act", "set": {"status": "ok"}}]}))
-    result = run_cpl("eval", path, "statuss == ok")
-    assert result.returncode == 0 and WARNING in result.stderr
-    assert result.stdout.split() == ["a1", "A", "act", "false"]
+    for options in ((), ("--format", "jsonl")):
+        result = run_cpl("eval", path, "statuss == ok", *options)
+        assert result.returncode == 2 and REFUSED in result.stderr and result.stdout == ""
+    result = run_cpl("eval", path, '"statuss" == ok')  # quoted: the string, as meant
+    assert result.returncode == 0 and result.stdout.split() == ["a1", "A", "act", "false"]
 
 
-def test_the_warning_is_there_for_explain_and_render_as_a_function():
+def test_cpl_check_as_a_function_refuses_it():
     schema = Schema(lifelines=("A",), variables=frozenset({"status", "candidate"}))
-    assert cpl.check("statuss == passed && candidat == c1", schema).warnings == (
-        WARNING.removeprefix("warning: "),
-        '`candidat` is a symbol (the string "candidat"), not a variable; did you mean '
-        '`candidate`?')
-    formula = cpl.resolve(cpl.parse("Status == passed"), schema)
-    assert symbol_warnings(formula, schema) == [
-        '`Status` is a symbol (the string "Status"), not a variable; did you mean `status`?']
+    with pytest.raises(cpl.GuardError, match="'candidat' is not a declared variable; did you "
+                                             "mean 'candidate'"):
+        cpl.check("status == passed && candidat == c1", schema)
+    with pytest.raises(cpl.GuardError, match="did you mean 'status'"):
+        cpl.resolve(cpl.parse("Status == passed"), schema)
     # a declared symbol is meant; short names are too close to everything to judge
     closed = Schema(variables=frozenset({"merges", "x"}), symbols=frozenset({"merged", "y"}))
-    assert cpl.check("merges == merged && x == y", closed).warnings == ()
-    assert cpl.check('status == "statuss"', schema).warnings == ()  # a string, written as one
+    assert cpl.check("merges == merged && x == y", closed).canonical == "merges == merged && x == y"
+    assert cpl.check('status == "statuss"', schema).canonical == 'status == "statuss"'
 
 
 @pytest.mark.parametrize("a, b, apart", [

@@ -54,7 +54,7 @@ def ended(trace_path) -> dict:
 def test_a_failing_action_ends_the_run_as_failed_and_the_trace_names_it(tmp_path, action, cause):
     result, trace = run_case(tmp_path, kind="float", first="1.0", action=action)
     assert result.returncode == 1, result.stderr
-    assert f"B, event B.2: action 'compute x' {cause}" in result.stderr
+    assert f"B, after B.1: action 'compute x' {cause}" in result.stderr
     meta = ended(trace)
     assert meta["status"] == "failed" and cause in meta["error"]
     assert [e.id for e in load_trace(trace).events] == ["A.1", "A.2", "B.1"]

@@ -139,7 +139,7 @@ def test_an_action_that_raises_fails_the_run_naming_lifeline_event_and_line():
     result = failing(raise_value_error)
     assert result.status == "failed"
     line = raise_value_error.__code__.co_firstlineno + 1
-    assert f"{os.path.relpath(__file__)}:{line}: error: B, event B.2: action 'compute x' raised ValueError: " \
+    assert f"{os.path.relpath(__file__)}:{line}: error: B, after B.1: action 'compute x' raised ValueError: " \
            f"no model" == result.error
     assert [e.id for e in result.trace.events] == ["A.1", "A.2", "B.1"]
     assert result.trace.meta["status"] == "failed" and result.trace.meta["error"] == result.error
@@ -153,7 +153,7 @@ def test_an_action_that_raises_fails_the_run_naming_lifeline_event_and_line():
 def test_an_action_that_exits_or_returns_a_wrong_value_fails_the_run(fn, expected):
     result = failing(fn)
     assert result.status == "failed" and expected in result.error
-    assert "B, event B.2" in result.error
+    assert "B, after B.1" in result.error
 
 
 @pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
@@ -178,7 +178,7 @@ def test_a_predicate_that_raises_fails_the_run_naming_it():
         c.set(B, x=2)
     result = simulate(c)
     assert result.status == "failed"
-    assert "B, event B.1: cannot evaluate a guard: predicate 'explodes_in_runner_test' raised " \
+    assert "B, before its first event: cannot evaluate a guard: predicate 'explodes_in_runner_test' raised " \
            "RuntimeError: bad predicate" in result.error
 
 
@@ -233,7 +233,7 @@ def test_an_async_action_that_raises_fails_the_run():
         raise ConnectionError("model server gone")
     result = simulate(async_choreography(broken))
     assert result.status == "failed"
-    assert "B, event B.2: action 'double' raised ConnectionError: model server gone" in result.error
+    assert "B, after B.1: action 'double' raised ConnectionError: model server gone" in result.error
 
 
 def test_timeout_stops_an_action_that_hangs():
@@ -264,5 +264,6 @@ def test_an_action_of_two_variables_must_return_two_values():
     x, y = c.var("x", int), c.var("y", int)
     c.act(A, lambda v, rng: (1, 2, 3), assigns=[x, y], label="pair")
     result = simulate(c)
-    assert result.status == "failed" and "A, event A.1: action 'pair' returned (1, 2, 3); it " \
-        "assigns x, y, so it must return a tuple of 2 values or a dict of them" in result.error
+    assert result.status == "failed" and "A, before its first event: action 'pair' returned " \
+        "(1, 2, 3); it assigns x, y, so it must return a tuple of 2 values or a dict of them" \
+        in result.error

@@ -225,10 +225,10 @@ def test_a_failing_action_fails_the_run_naming_the_lifeline_and_event(tmp_path):
     trace_path = tmp_path / "failing.json"
     code, _, err, seconds = run_cpl(tmp_path, "run", choreography, "--trace", str(trace_path))
     assert code == 1 and seconds < 15, (code, seconds, err)
-    assert "B, event B.2" in err and "the tool is down" in err, err
+    assert "B, after B.1" in err and "the tool is down" in err, err
     trace = load_trace(trace_path)
     assert trace.meta["status"] == "failed", trace.meta
-    assert "B, event B.2" in trace.meta["error"]
+    assert "B, after B.1" in trace.meta["error"]
     assert [e.id for e in trace.events] == ["A.1", "A.2", "B.1"]
 
 

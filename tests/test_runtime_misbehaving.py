@@ -156,7 +156,7 @@ def test_an_action_raising_any_exception_fails_the_run_in_both_modes(tmp_path, m
              "--trace", str(trace_path)) as cpl:
         assert cpl.wait(60) == 1, cpl.err
         assert "Traceback" not in cpl.err, cpl.err
-        assert f"B, event B.2: action 'compute x' {said}" in cpl.err, cpl.err
+        assert f"B, after B.1: action 'compute x' {said}" in cpl.err, cpl.err
         _gone(cpl, within=5.0)
     trace = load_trace(trace_path)
     assert trace.meta["status"] == "failed" and said in trace.meta["error"]

@@ -5,8 +5,11 @@ in this module, so the fixture is the module's, and the cluster goes when they
 are done instead of idling under the timing tests that follow): a head with the
 custom resource ``host-a`` and a second node with ``host-b``, both on 127.0.0.1,
 token authentication off (``RAY_AUTH_MODE`` set, as every process of the module
-inherits), its session folder a temp folder, every process it starts tagged so
-that the fixture can tell none is left once it shut Ray down in ``finally``.
+inherits), everything Ray writes in a temp folder of its own (``RAY_TMPDIR``: its
+``ray_current_cluster`` too, which Ray would otherwise put in ``/tmp/ray`` — and fail
+where that folder does not exist), every process it starts tagged or holding a file
+in that folder, so that the fixture can tell none is left once it shut Ray down in
+``finally``, whether the tests passed, failed or the cluster never came up.
 Each ``cpl run`` joins that cluster (``--ray-address``), but one that starts a
 Ray of its own.  After every run no actor of ours may be alive: Ray names none
 in the ``cpl`` namespace, and no ``ray::CplLifeline`` worker process remains.
@@ -14,6 +17,7 @@ in the ``cpl`` namespace, and no ``ray::CplLifeline`` worker process remains.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -21,7 +25,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -29,9 +32,9 @@ from pathlib import Path
 import pytest
 
 from cpl.trace import load_trace
-from runtime.cli.cluster import RUN_FOLDER, stay_on_loopback
-from runtime_util import (CPL, EXAMPLES, TAG, Cpl, check_messages, check_semantics, tagged,
-                          tagged_env, wait_until)
+from runtime.cli.cluster import RUN_FOLDER, session_folder, stay_on_loopback
+from runtime_util import (CPL, EXAMPLES, TAG, Cpl, check_messages, check_semantics, holding,
+                          tagged, tagged_env, wait_until)
 
 # An idle two-node Ray slows the start of other runs' lifelines on two cores: under
 # pytest-xdist these tests share the worker of the sub-second stop timings ("timing"),
@@ -81,36 +84,46 @@ class Ray:
 @pytest.fixture(scope="module")
 def ray_cluster():
     tag = f"ray-session-{uuid.uuid4().hex[:12]}"
-    settings = {TAG: tag, "RAY_AUTH_MODE": "disabled",
+    folder = session_folder("cpl-rayt-")  # short: Ray adds up to 67 bytes to its socket paths
+    os.mkdir(os.path.join(folder, "ray"))  # where Ray writes ray_current_cluster (RAY_TMPDIR/ray)
+    settings = {TAG: tag, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": folder,
                 "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # 127.0.0.1 stays 127.0.0.1
     saved = {name: os.environ.get(name) for name in settings}
     os.environ.update(settings)
-    folder = tempfile.mkdtemp(prefix="cpl-raytest-")
-    cluster = None
-    import ray
-    from ray.cluster_utils import Cluster
-    stay_on_loopback()  # the variable above is too late if this process imported ray already
+
+    def ours() -> dict[int, str]:
+        return {**tagged(tag), **holding(folder)}
+
     try:
-        cluster = Cluster(initialize_head=True, head_node_args={
-            "num_cpus": 1, "resources": {"host-a": 1}, "node_ip_address": "127.0.0.1",
-            "include_dashboard": False, "temp_dir": folder})
-        cluster.add_node(num_cpus=1, resources={"host-b": 1}, node_ip_address="127.0.0.1")
-        ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
-        yield Ray(cluster, tag)
-    finally:
-        ray.shutdown()
-        if cluster is not None:
-            cluster.shutdown()
-        left = wait_until(lambda: not tagged(tag), 15.0) or tagged(tag)
+        import ray
+        from ray.cluster_utils import Cluster
+        stay_on_loopback()  # the variable above is too late if this process imported ray already
+        cluster = Cluster()  # no node yet: a head that fails half-started is still shut down
+        try:
+            cluster.add_node(num_cpus=1, resources={"host-a": 1}, node_ip_address="127.0.0.1",
+                             include_dashboard=False, temp_dir=folder)
+            cluster.add_node(num_cpus=1, resources={"host-b": 1}, node_ip_address="127.0.0.1")
+            ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
+            yield Ray(cluster, tag)
+        finally:
+            try:
+                ray.shutdown()
+            finally:
+                cluster.shutdown()
+    finally:  # and whatever Ray did not end: none may outlive the module
+        left = wait_until(lambda: not ours(), 15.0) or ours()
         for pid in ([] if left is True else left):
-            os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        still = wait_until(lambda: not ours(), 10.0) or ours()
         shutil.rmtree(folder, ignore_errors=True)
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        assert left is True, f"Ray processes left after the session: {left}"
+        assert left is True, (f"Ray processes left after the session, killed now"
+                              f"{'' if still is True else f' (alive still: {still})'}: {left}")
 
 
 def on_ray(ray_cluster, *args: str) -> tuple[str, ...]:
@@ -250,7 +263,8 @@ def test_a_killed_supervisor_leaves_no_actor(ray_cluster, tmp_path):
 
 def test_a_lifeline_no_node_can_take_is_not_joined(ray_cluster, tmp_path):
     place = write(tmp_path, "place.json", {"Security": {"resources": {"host-b": 5}}})
-    with Cpl(tmp_path, *on_ray(ray_cluster, "--place", place, "--join-timeout", "3",
+    # 10 s: the three others start within it on a busy machine too (3 s did not, at load 10)
+    with Cpl(tmp_path, *on_ray(ray_cluster, "--place", place, "--join-timeout", "10",
                                 "--trace", str(tmp_path / "t.jsonl"))) as run:
         assert run.wait(60) == 1, run.err
         err = run.err

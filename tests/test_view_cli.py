@@ -3,19 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import shutil
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 
 import pytest
 
 from choreo_util import cpl, write
-
-NEEDS_DOT = pytest.mark.skipif(
-    shutil.which("dot") is None,
-    reason="PNG/PDF need graphviz's dot (.ci/run installs it: apt-get install graphviz)")
+from needs import needs_dot, without_dot
 
 FIG2 = "examples/traces/fig2.json"
 MAGIC = {"svg": b"<?xml", "png": b"\x89PNG", "pdf": b"%PDF", "dot": b"digraph",
@@ -32,7 +26,7 @@ def review(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("suffix", [pytest.param(s, marks=NEEDS_DOT) if s in ("png", "pdf")
+@pytest.mark.parametrize("suffix", [pytest.param(s, marks=needs_dot) if s in ("png", "pdf")
                                     else s for s in MAGIC])
 def test_every_format_from_its_suffix(review, tmp_path, suffix):
     out = tmp_path / f"review.{suffix}"
@@ -112,15 +106,12 @@ def test_run_render_refuses_an_unknown_suffix_before_running(tmp_path):
 
 
 def test_without_graphviz_svg_and_html_draw_and_png_says_how_to_install_it(review, tmp_path):
-    """A PATH holding only a link to this Python: no ``dot`` anywhere."""
-    bare = tmp_path / "bin"
-    bare.mkdir()
-    (bare / "python").symlink_to(sys.executable)
-    env = {**os.environ, "PATH": str(bare)}
+    """A PATH holding only this Python: no ``dot`` anywhere."""
+    env = without_dot(tmp_path / "bin")
 
     def run(*args):
-        return subprocess.run([str(bare / "python"), "-m", "runtime.cli", *map(str, args)],
-                              capture_output=True, text=True, env=env)
+        return subprocess.run(["python", "-m", "runtime.cli", *map(str, args)],
+                              capture_output=True, text=True, env=env, timeout=60)
 
     for suffix in ("svg", "html"):
         result = run("render", review, "-o", tmp_path / f"r.{suffix}")

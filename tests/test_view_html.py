@@ -17,7 +17,6 @@ import json
 import os
 import re
 import select
-import shutil
 import signal
 import subprocess
 import time
@@ -32,10 +31,10 @@ from choreo.simulate import Simulator
 from cpl.semantics import explain
 from cpl.trace import Event, Trace, load_trace
 from cpl.view import html as viewer, layout, render
+from needs import CHROMIUM
 
 FIG2 = "examples/traces/fig2.json"
 HOSTILE = "</script><script>window.pwned=1;alert(1)</script>"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 
 @pytest.fixture(scope="module")
@@ -420,6 +419,11 @@ def test_viewer_in_chromium(browser, fig2, tmp_path):
     for text in ("t1", "local index", "TestRunner 1", "Committer 0", 'status = "passed"',
                  'candidate = "c7"'):
         assert text in tip, (text, tip)
+    # the id drawn beside an event is the event: hovering it shows the same facts
+    browser.hover(session, f"id-{index['t2']}")
+    tip = browser.js(session, "document.getElementById('tip').hidden ? null : "
+                              "document.getElementById('tip').innerText")
+    assert tip is not None and tip.startswith("t2"), tip
 
     # click the choice c3: the explanation, the greyed future, the rings
     browser.click(session, f"ev-{index['c3']}")
@@ -453,7 +457,7 @@ def test_viewer_in_chromium(browser, fig2, tmp_path):
     # hide TestRunner: its head, line, events, labels and arrows go; the others stay
     browser.click(session, "show-lane-1")
     for element in ("lifeline-1", "line-1", f"ev-{index['t1']}", f"label-{index['t1']}",
-                    f"ev-{index['t4']}", "msg-0", "msglabel-0", "msg-1"):
+                    f"id-{index['t1']}", f"ev-{index['t4']}", "msg-0", "msglabel-0", "msg-1"):
         assert not _shown(browser, session, element), element
     for element in ("lifeline-2", f"ev-{index['c3']}", "msg-2", "lifeline-0"):
         assert _shown(browser, session, element), element

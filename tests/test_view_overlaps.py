@@ -5,9 +5,11 @@ graphviz) is parsed back; each line of text becomes the box it covers by the
 same width estimate the placement uses (``cpl.view.scene.width``: 0.58 em a
 character; a line is 1.25 × the font size tall, its baseline 0.95 × the size
 below the top) and each arrow the segment of its ``<path>``.  A label (``label-N``,
-``msglabel-N``) must cross no arrow but its own and meet no other text.  Also with
-arrow labels ~60 characters long (message values) and with a 200-character guard;
-and a deliberately careless placement shows the count can fail.
+``msglabel-N``) must cross no arrow but its own and meet no other text, and an event's
+id (``id-N``, drawn by default where it fits) no arrow and no other text.  Also with
+arrow labels ~60 characters long (message values) and with a 200-character guard, and
+with every id drawn (``--ids``); and a deliberately careless placement shows the count
+can fail.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def overlaps(svg: bytes) -> list[str]:
             texts.append((ident, text.text, _box(text)))
     found = []
     for n, (ident, line, box) in enumerate(texts):
-        if not ident.startswith(("label-", "msglabel-")):
+        if not ident.startswith(("label-", "msglabel-", "id-")):
             continue
         own = "msg-" + ident[len("msglabel-"):] if ident.startswith("msglabel-") else None
         for arrow, segments in arrows.items():
@@ -136,7 +138,33 @@ def test_no_label_on_a_crossing_arrow_or_on_other_text(name, trace, change):
         placed = change(placed)
     svg = write(scenes.scene(placed)).encode("utf-8")
     assert re.search(rb'id="msglabel-\d+"', svg) or not placed.arrows
+    assert re.search(rb'<g id="id-\d+"', svg)  # ids are drawn by default
     assert overlaps(svg) == []
+
+
+@pytest.mark.parametrize("name, trace", TRACES, ids=[name for name, _ in TRACES])
+def test_every_id_drawn_moves_no_label(name, trace):
+    """``--ids``: every id, and where no spot is free it goes where it covers least —
+    rows are not pulled apart for it, so the labels still cover nothing, and few ids do."""
+    placed = layout(trace, ids=True)
+    svg = write(scenes.scene(placed)).encode("utf-8")
+    assert len(re.findall(rb'<g id="id-\d+"', svg)) == len(placed.dots)
+    found = overlaps(svg)
+    assert [f for f in found if not re.match(r"id-\d+ |.* meets id-\d+ ", f)] == []
+    assert len(found) <= 3, found
+
+
+def test_the_count_sees_an_id_on_an_arrow():
+    """An id drawn over an arrow is counted: the check covers ids, not only labels."""
+    placed = layout(_review(1))
+    drawn = scenes.scene(placed)
+    arrow = next(g for g in drawn.groups if g.id.startswith("msg-")).items[0]
+    x, y = (arrow.x0 + arrow.x1) / 2, (arrow.y0 + arrow.y1) / 2
+    box = scenes.text_box(["Committer.99"], scenes.ID, x, y, "middle")
+    stray = scenes.Group("id-999", "node", (scenes.Text(x, box, ("Committer.99",), scenes.ID,
+                                                         anchor="middle"),))
+    svg = write(attrs.evolve(drawn, groups=drawn.groups + (stray,))).encode("utf-8")
+    assert any(found.startswith("id-999 'Committer.99' crosses msg-") for found in overlaps(svg))
 
 
 def test_long_texts_are_wrapped_whole():

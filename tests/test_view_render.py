@@ -22,10 +22,7 @@ from cpl.trace import Event, Trace, load_trace
 from cpl.view import format_of, layout, render
 from cpl.view.dot import FALSE, GREY, TRUE
 from cpl.view.shiviz import PARSER, host_names, shiviz_log
-
-needs_dot = pytest.mark.skipif(
-    shutil.which("dot") is None,
-    reason="PNG/PDF need graphviz's dot (.ci/run installs it: apt-get install graphviz)")
+from needs import needs_dot
 
 SVG = "{http://www.w3.org/2000/svg}"
 FIG2 = "examples/traces/fig2.json"

@@ -20,9 +20,10 @@ from choreo.plan import prepare
 from choreo.simulate import Simulator
 from choreo_util import write
 from cpl import view
-from cpl.trace import Event, Trace, load_trace
+from cpl.trace import Event, Trace, dump_trace, load_trace
 from cpl.view import layout, missing
 from cpl.view.layout import FORCED_VALUE, SHORT_LABEL, arrow_text
+from needs import without_dot
 from runtime.cli import view as cli_view
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -130,7 +131,7 @@ def ends(trace: Trace) -> dict[str, str]:
 def test_only_the_lifeline_that_failed_is_marked_failed(tmp_path):
     trace = failed_run(tmp_path)
     assert trace.meta["status"] == "failed"
-    assert trace.meta["failed"] == {"lifeline": "B", "event": "B.2"}
+    assert trace.meta["failed"] == {"lifeline": "B", "after": "B.1"}
     marks = ends(trace)
     assert marks["A"] == marks["C"] == "stopped"
     assert marks["B"].startswith("failed: action 'compute x' raised Zero")
@@ -194,11 +195,8 @@ def test_missing_names_graphviz_only_for_png_and_pdf(monkeypatch):
 
 def no_dot_env(tmp_path) -> dict:
     """A PATH with python and nothing else: a machine without graphviz."""
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    (folder / "python").symlink_to(sys.executable)
-    return {**os.environ, "PATH": str(folder),
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = without_dot(tmp_path / "bin")
+    return {**env, "PYTHONPATH": os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])}
 
 
 def run_cli(*args, env=None, timeout=60) -> subprocess.CompletedProcess:
@@ -207,17 +205,22 @@ def run_cli(*args, env=None, timeout=60) -> subprocess.CompletedProcess:
 
 
 def test_a_dot_that_fails_is_one_line_and_exit_1(tmp_path):
-    """graphviz's own failure (here a ``dot`` that refuses) is the trace's drawing failing:
-    its last line said, no file left, no traceback."""
+    """graphviz's own failure (here a ``dot`` that refuses without reading) is the trace's
+    drawing failing: its last line said, no file left, no traceback — for a large trace too,
+    whose DOT text outgrows the pipe (it was "cannot write t.png: Broken pipe")."""
     env = no_dot_env(tmp_path)
     fake = tmp_path / "bin" / "dot"
     fake.write_text("#!/bin/sh\necho 'Error: out of crayons' >&2\nexit 1\n")
     fake.chmod(0o755)
-    out = tmp_path / "t.png"
-    result = run_cli("render", "examples/traces/fig2.json", "-o", out, env=env)
-    assert result.returncode == 1, result.stderr
-    assert "graphviz failed to draw the trace: Error: out of crayons" in result.stderr
-    assert "Traceback" not in result.stderr and not out.exists()
+    plan = prepare(load_one("examples/code_review.py", None))
+    large = tmp_path / "large.json"
+    dump_trace(Simulator.of(plan).run(seed=3, values=plan.inputs(["rounds=40"])).trace, large)
+    for trace in ("examples/traces/fig2.json", large):
+        out = tmp_path / "t.png"
+        result = run_cli("render", trace, "-o", out, env=env)
+        assert result.returncode == 1, result.stderr
+        assert "graphviz failed to draw the trace: Error: out of crayons" in result.stderr
+        assert "Traceback" not in result.stderr and not out.exists()
 
 
 def test_render_png_without_dot_is_a_usage_error(tmp_path):

@@ -8,7 +8,7 @@ import attrs
 
 from . import ast
 from .desugar import desugar, exports, resugar_all, subformulas
-from .names import Schema, resolve, symbol_warnings
+from .names import Schema, resolve
 from .parser import parse
 from .printer import to_text
 from .mentions import named_lifelines
@@ -21,7 +21,6 @@ class CheckedGuard:
     primitive: ast.Formula  # sugar removed: what the monitor compiles
     lifelines: tuple[str, ...]  # the lifelines the guard names
     universe: tuple[str, ...] = ()  # what an unqualified ``P`` ranges over (desugared with)
-    warnings: tuple[str, ...] = ()  # likely mistakes that still resolve (``symbol_warnings``)
 
     @functools.cached_property
     def canonical(self) -> str:
@@ -63,8 +62,7 @@ def check(text: str, schema: Schema = Schema(), *, anywhere: bool = False) -> Ch
     every = schema.lifelines if schema.lifelines is not None else named
     if anywhere and schema.lifelines is None and _unqualified_past(formula):
         every = named + (EVERY,)
-    return CheckedGuard(text, formula, desugar(formula, every, text), named, tuple(every),
-                        tuple(symbol_warnings(formula, schema)))
+    return CheckedGuard(text, formula, desugar(formula, every, text), named, tuple(every))
 
 
 def _unqualified_past(formula: ast.Formula) -> bool:

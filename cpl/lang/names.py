@@ -4,6 +4,9 @@ predicates, checked against a schema, with did-you-mean suggestions.
 A bare identifier is a variable when the schema declares it and otherwise
 a symbol (the string of its name), so ``status != failed`` reads naturally.
 A schema that lists its symbols is closed: any other bare name is an error.
+Either way a bare name one edit from a declared variable (``reslt`` beside
+``result``) is an error unless the schema lists it as a symbol: a misspelt
+variable must never silently become a constant (:func:`misspelt`).
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 
 import attrs
 
-from . import ast
+from . import ast, spelling
 from ..errors import GuardError, ResolveError
 from .predicates import DEFAULT, Registry
 
@@ -109,6 +112,8 @@ class _Resolver:
     def formula(self, formula):
         """Names checked parents first, left to right (the first error is the leftmost
         outermost), then the formula rebuilt children first: no recursion either way."""
+        self.misspelt = misspelt(_bare_names(formula), self.schema) if self.schema.variables \
+            else {}
         atoms = {}
         for node in ast.walk(formula):
             kind = type(node)
@@ -147,6 +152,14 @@ class _Resolver:
             return term
         if term.name in variables:
             return ast.Var(term.name, span=term.span)
+        near = self.misspelt.get(term.name)
+        if near:
+            quoted = [f"'{v}'" for v in near]
+            options = " or ".join(filter(None, [", ".join(quoted[:-1]), quoted[-1]]))
+            raise self.fail(term, f"'{term.name}' is not a declared variable; did you mean "
+                                  f"{options}?",
+                            hint=f"if you mean the string {json.dumps(term.name)}, write it in "
+                                 f"quotes or declare it a symbol")
         symbols = self.schema.symbols
         if symbols is None or term.name in symbols:
             return ast.Symbol(term.name, span=term.span)
@@ -154,43 +167,46 @@ class _Resolver:
                               + did_you_mean(term.name, variables | symbols))
 
 
-def symbol_warnings(formula: ast.Formula, schema: Schema) -> list[str]:
-    """Bare names that became symbols but are one edit from a declared variable.
+def _bare_names(formula: ast.Formula) -> dict[str, None]:
+    """The bare names a formula's atoms read, in order."""
+    return {term.name: None for node in ast.walk(formula) if type(node) in ast.ATOMS
+            for term in ast.terms(node) if isinstance(term, (ast.Var, ast.Symbol))}
 
-    ``statuss == passed`` compares two constants: the atom is silently always
-    false, so the likely typo deserves a word even though the guard resolves.
-    A symbol the schema declares is meant (``decision == merged`` beside a
-    variable ``merges``), and names shorter than 3 characters are left alone
-    (``x`` is one edit from ``y``).
+
+SHORTEST = 3  # characters: ``x`` is one edit from ``y``, ``ok`` from ``on``: too close to judge
+_REMEMBERED = 4096  # names whose verdict is kept per variable set (a system checks many guards)
+
+
+def misspelt(names, schema: Schema) -> dict[str, tuple[str, ...]]:
+    """The bare names of ``names`` that the near-variable rule refuses, each with the
+    declared variables it is one edit from (sorted, at most three).
+
+    The rule, the same for every guard of every command and API: a bare name that
+    is not a declared variable, not a symbol the schema lists, at least
+    ``SHORTEST`` characters long, and one insertion, deletion, substitution or swap
+    of neighbours (``spelling.one_edit_apart``, counted in characters) from a declared
+    variable of at least ``SHORTEST`` characters.  "Declared" means every variable
+    of the schema, whichever lifeline sets it: ``@B(reslt == 1)`` is refused beside
+    a variable ``result`` even if only ``A`` sets it (a schema's variables are not
+    per lifeline, and ``@B.x`` may read any of them).
     """
-    variables, declared = schema.variables, schema.symbols or frozenset()
+    variables = schema.variables
     if not variables:
-        return []
-    warnings: dict[str, None] = {}
-    for node in ast.walk(formula):
-        for term in ast.terms(node):
-            if type(term) is ast.Symbol and len(term.name) >= 3 and term.name not in declared:
-                near = [v for v in variables if len(v) >= 3 and one_edit_apart(term.name, v)]
-                if near:
-                    import difflib  # only for a warning: every start-up would pay it
-                    best = max(sorted(near), key=lambda v: difflib.SequenceMatcher(
-                        None, term.name, v).ratio())
-                    warnings.setdefault(f"`{term.name}` is a symbol (the string "
-                                        f"{json.dumps(term.name)}), not a variable; did you "
-                                        f"mean `{best}`?", None)
-    return list(warnings)
-
-
-def one_edit_apart(a: str, b: str) -> bool:
-    """``a != b`` and one insertion, deletion, substitution or swap of neighbours apart."""
-    if a == b or abs(len(a) - len(b)) > 1:
-        return False
-    start = 0
-    while start < min(len(a), len(b)) and a[start] == b[start]:
-        start += 1
-    a, b = a[start:], b[start:]
-    return (a[1:] == b[1:] or a[1:] == b or a == b[1:]
-            or (len(a) == len(b) >= 2 and a[0] == b[1] and a[1] == b[0] and a[2:] == b[2:]))
+        return {}
+    listed = schema.symbols or frozenset()
+    asked = [n for n in names if len(n) >= SHORTEST and n not in variables and n not in listed]
+    if not asked:
+        return {}
+    lengths, known = spelling.by_length(variables if isinstance(variables, frozenset)
+                                        else frozenset(variables), SHORTEST)
+    verdicts = {n: known.get(n) for n in asked}  # one read each: another thread may clear it
+    unknown = [n for n, near in verdicts.items() if near is None]
+    if unknown:
+        verdicts.update(spelling.near(unknown, lengths))
+        if len(known) + len(unknown) > _REMEMBERED:
+            known.clear()
+        known.update((n, verdicts[n]) for n in unknown)
+    return {n: near for n, near in verdicts.items() if near}
 
 
 _MOST_CANDIDATES = 10_000

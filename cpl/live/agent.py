@@ -27,7 +27,8 @@ REPLAY_WINDOW = 4096  # messages per sender remembered above the highest contigu
 class Agent:
     """Made by ``System.agent(name)``; a context manager that closes its log."""
 
-    def __init__(self, system, lifeline: str, *, log: str | None = None, fsync: bool = False):
+    def __init__(self, system, lifeline: str, *, log: str | None = None, fsync: bool = False,
+                 overwrite: bool = False):
         if not system.has(lifeline):
             raise UnknownLifeline(lifeline, system.lifelines)
         self.system = system
@@ -41,7 +42,8 @@ class Agent:
         self._lock = threading.Lock()
         self._ships_values = any(e.variables for e in system.program.exports)
         self._sized: list = []  # the @B.x values whose token size was last checked
-        self._log = AgentLog.open(log, system, lifeline, fsync) if log is not None else None
+        self._log = AgentLog.open(log, system, lifeline, fsync, overwrite) \
+            if log is not None else None
 
     # ------------------------------------------------------------------ events
 

@@ -39,11 +39,13 @@ class AgentLog:
         os.register_at_fork(after_in_child=self._forget)
 
     @classmethod
-    def open(cls, where: str, system, lifeline: str, fsync: bool = False) -> "AgentLog":
+    def open(cls, where: str, system, lifeline: str, fsync: bool = False,
+             overwrite: bool = False) -> "AgentLog":
         """The log at ``where``: a ``.jsonl`` file, or else a folder (made if need be) for
         ``<where>/<lifeline>.jsonl`` (by position, ``<where>/lifeline-<k>.jsonl``, when the
         name is no plain file name): a folder named like a file would have every agent of
-        a process truncate one log."""
+        a process truncate one log.  A log that exists is an earlier run's (or another
+        agent's): replaced only with ``overwrite``, else ``LiveError`` naming it."""
         where = os.fspath(where)
         try:
             if not where.lower().endswith(".jsonl"):
@@ -51,8 +53,12 @@ class AgentLog:
                 name = lifeline if _SAFE_NAME.fullmatch(lifeline) else \
                     f"lifeline-{system.lifelines.index(lifeline)}"
                 where = os.path.join(where, f"{name}.jsonl")
-            descriptor = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND,
-                                 0o644)
+            descriptor = os.open(where, os.O_WRONLY | os.O_CREAT | os.O_APPEND | (
+                os.O_TRUNC if overwrite else os.O_EXCL), 0o644)
+        except FileExistsError:
+            raise LiveError(f"{lifeline}'s log {where} exists already (an earlier run's?): "
+                            f"move or delete it first (after cpl merge, if its events "
+                            f"matter), or give overwrite=True with log= to replace it") from None
         except OSError as error:
             raise LiveError(f"cannot write {lifeline}'s log at {where}: "
                             f"{unwritable(where, error)}") from None
@@ -60,9 +66,12 @@ class AgentLog:
             raise LiveError(f"cannot write {lifeline}'s log at {where!r}: the path holds a "
                             f"NUL character") from None
         log = cls(where, descriptor, fsync)
-        log._line({"format": FORMAT, "lifeline": lifeline, "system": system.fingerprint,
-                   "lifelines": list(system.lifelines), "vars": sorted(system.variables),
-                   "init": system.init})
+        header = {"format": FORMAT, "lifeline": lifeline, "system": system.fingerprint,
+                  "lifelines": list(system.lifelines), "vars": sorted(system.variables),
+                  "init": system.init}
+        if system.symbols is not None:  # the trace re-checks the guards as the system did
+            header["symbols"] = sorted(system.symbols)
+        log._line(header)
         return log
 
     def write(self, data: dict) -> None:
@@ -99,6 +108,7 @@ class LogHeader:
     vars: tuple[str, ...]
     init: dict
     start: int  # byte offset of the first event line
+    symbols: tuple[str, ...] | None = None  # the system's, if it listed them
 
 
 def read_header(path: str) -> LogHeader:
@@ -127,8 +137,12 @@ def read_header(path: str) -> LogHeader:
             and all(isinstance(store, dict) for store in data["init"].values())):
         raise TraceError("its header is damaged: lifeline, system, lifelines, vars and init "
                          "are missing or of the wrong type", path)
+    symbols = data.get("symbols")
+    if symbols is not None and not (isinstance(symbols, list)
+                                    and all(isinstance(n, str) for n in symbols)):
+        raise TraceError("its header is damaged: symbols is not a list of names", path)
     return LogHeader(path, data["lifeline"], data["system"], tuple(lifelines), tuple(names),
-                     data["init"], len(line))
+                     data["init"], len(line), None if symbols is None else tuple(symbols))
 
 
 
@@ -183,10 +197,13 @@ class AgentLogs:
 
     @property
     def trace_header(self) -> dict:
-        """The trace's header fields: lifelines, starting values, variables."""
+        """The trace's header fields: lifelines, starting values, variables (and symbols)."""
         first = self.headers[0]
-        return {"lifelines": list(first.lifelines), "init": first.init or None,
-                "vars": list(first.vars)}
+        header = {"lifelines": list(first.lifelines), "init": first.init or None,
+                  "vars": list(first.vars)}
+        if first.symbols is not None:
+            header["symbols"] = list(first.symbols)
+        return header
 
     def events(self) -> dict:
         """Lifeline -> its events (lazy: each log is read as the merge takes its events)."""

@@ -27,9 +27,11 @@ MAX_NAME = 200  # characters of a lifeline, label or variable name
 class System:
     """``System(lifelines, guards, variables)``: ``guards`` maps a label to ``(owner, guard)``;
     ``variables`` are the names agents set (a bare word in a guard that is not one of them
-    is a constant: ``status == passed``; ``symbols``, when given, lists the constants
-    allowed).  ``init`` gives lifelines their starting values; with ``secret`` (bytes)
-    every token is signed and an unsigned or forged one refused.  ``System.from_schema``
+    is a constant: ``status == passed``, unless it is one edit from a variable: ``reslt``
+    beside ``result`` is a ``GuardError``; ``symbols``, when given, lists the constants
+    allowed, and a listed one is never taken for a misspelt variable).  ``init`` gives
+    lifelines their starting values; with ``secret`` (bytes) every token is signed and an
+    unsigned or forged one refused.  ``System.from_schema``
     takes the lifelines, variables and symbols from a schema, as ``cpl check`` does."""
 
     def __init__(self, lifelines: Iterable[str], guards: Mapping[str, tuple[str, str]],
@@ -43,9 +45,12 @@ class System:
         if secret is not None and not (isinstance(secret, bytes) and len(secret) >= 16):
             raise LiveError("secret must be bytes, at least 16 of them (os.urandom(32) makes one)")
         self.secret = secret
-        schema = Schema(self.lifelines, self.variables,
-                        None if symbols is None else frozenset(_names(symbols, "symbol", True)),
-                        predicates)
+        self.symbols = None if symbols is None else frozenset(_names(symbols, "symbol", True))
+        both = sorted(self.variables & (self.symbols or frozenset()))
+        if both:
+            raise LiveError(f"{both[0]!r} is both a variable and a symbol: a bare {both[0]} in a "
+                            f"guard must be one or the other")
+        schema = Schema(self.lifelines, self.variables, self.symbols, predicates)
         self.guards: dict[str, tuple[str, object]] = {}  # label -> (owner, CheckedGuard)
         if not isinstance(guards, Mapping):
             raise LiveError("guards must map each label to (owner, guard text)")
@@ -115,11 +120,14 @@ class System:
         except (KeyError, TypeError):
             raise UnknownLabel(label, self.guards) from None
 
-    def agent(self, lifeline: str, *, log: str | None = None, fsync: bool = False):
+    def agent(self, lifeline: str, *, log: str | None = None, fsync: bool = False,
+              overwrite: bool = False):
         """The one object through which ``lifeline`` takes its events; ``log`` (a ``.jsonl``
-        file, or a folder for ``<folder>/<lifeline>.jsonl``) records them as they happen."""
+        file, or a folder for ``<folder>/<lifeline>.jsonl``) records them as they happen.
+        An existing log is kept (``LiveError``) unless ``overwrite``: an earlier run's
+        events are not lost to a re-run."""
         from .agent import Agent
-        return Agent(self, lifeline, log=log, fsync=fsync)
+        return Agent(self, lifeline, log=log, fsync=fsync, overwrite=overwrite)
 
     def check_updates(self, updates: Mapping) -> None:
         """Every name declared, every value one a trace can hold."""

@@ -51,8 +51,16 @@ def open_trace(path, warn=None, pending: bool = False) -> Trace | JsonLines | Pe
     whose events are not read yet (``cpl eval`` reads them one at a time).  A document is
     read whole, so past ``read_limit()`` bytes it is refused before it is read.
     ``pending``: a JSON document the fast path takes is a ``Pending``, its events decoded
-    but neither checked nor built (``cpl eval`` checks and evaluates them in one pass)."""
-    path = Path(path)
+    but neither checked nor built (``cpl eval`` checks and evaluates them in one pass).
+    Agents' logs, or their folder, are refused with the ``cpl merge`` to run first."""
+    try:
+        return _open(Path(path), warn, pending)
+    except TraceError as error:
+        from .unmerged import merge_first
+        raise merge_first(path) or error
+
+
+def _open(path: Path, warn, pending: bool) -> Trace | JsonLines | Pending:
     limit = read_limit()
     readable_file(path)
     form = form_of(path)

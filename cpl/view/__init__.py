@@ -29,24 +29,27 @@ def missing(form: str) -> str | None:
 
 
 def render(source, form: str, highlight: str | None = None, max_rows: int = MAX_ROWS,
-           predicates=None, values: bool | None = None) -> bytes:
+           predicates=None, values: bool | None = None, ids: bool | None = None) -> bytes:
     """The trace drawn in ``form`` (one of ``FORMATS``); ``highlight`` is an event id."""
-    return b"".join(render_parts(source, form, highlight, max_rows, predicates, values))
+    return b"".join(render_parts(source, form, highlight, max_rows, predicates, values, ids))
 
 
 def render_parts(source, form: str, highlight: str | None = None, max_rows: int = MAX_ROWS,
-                 predicates=None, values: bool | None = None) -> Iterator[bytes]:
+                 predicates=None, values: bool | None = None,
+                 ids: bool | None = None) -> Iterator[bytes]:
     """``render`` in parts, for writing as they come: ``source`` is a ``Trace`` or a
     ``.jsonl`` reader whose events are not read yet, and only the drawn window of it is
     kept (``cpl.view.window``); a ShiViz log is the whole trace, a line at a time.
-    ``values``: message values on the arrows — short ones (``None``), all, or none."""
+    ``values``: message values on the arrows and acts' beside them — short ones
+    (``None``), all, or none; ``ids``: event ids beside the events — where they fit
+    (``None``), all, or none."""
     if form == "shiviz":
         from .shiviz import shiviz_lines
         for lines in _batches(shiviz_lines(source)):
             yield "".join(lines).encode("utf-8")
         return
     window = collect(source, highlight, max_rows)
-    drawn = placed(window, values)
+    drawn = placed(window, values, ids)
     if form in ("svg", "html"):  # our own SVG: no graphviz at all
         from . import svg
         picture = svg.render(drawn)

@@ -110,8 +110,9 @@ def render(layout: Layout, form: str) -> bytes:
     import graphviz
     if shutil.which("dot") is None:
         raise NeedsDot(NEEDS_DOT)
-    try:
-        return g.pipe(format=form, neato_no_op=2, quiet=True)
+    try:  # the whole text at once: a dot that stops reading early is its failure, not EPIPE
+        return graphviz.pipe(g.engine, form, g.source.encode("utf-8"), neato_no_op=2,
+                             quiet=True)
     except graphviz.ExecutableNotFound:
         raise NeedsDot(NEEDS_DOT) from None
     except graphviz.CalledProcessError as error:  # its last line says why, not a traceback

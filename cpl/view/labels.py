@@ -151,6 +151,15 @@ class Taken:
     def add(self, box: Box) -> None:
         self.grid.add(("text", box), box.left, box.top, box.right, box.bottom)
 
+    def remove(self, box: Box) -> None:
+        """Take back a text placed with ``add`` (to try it larger)."""
+        for key in self.grid._keys(box.left, box.top, box.right, box.bottom):
+            cell = self.grid.cells.get(key, [])
+            for k, thing in enumerate(cell):
+                if thing[0] == "text" and thing[1] is box:
+                    del cell[k]
+                    break
+
     def free(self, box: Box, own: int | None = None) -> bool:
         """Whether ``box`` keeps clear of all text and of every arrow but ``own``."""
         for thing in self.grid.near(box, once=False):
@@ -172,6 +181,24 @@ class Taken:
             elif thing[0] == "arrow" and thing[1] != own and crosses(box, thing[2]):
                 found += 50
         return found
+
+
+def choose(spots, taken: Taken, own: int | None, final: bool):
+    """The first free spot of ``spots`` (an iterable of (box, lines) pairs, looked at only
+    as far as needed); if none is, the least covered one when ``final``, else None."""
+    best, least = None, None
+    for spot in spots:
+        if not final:
+            if taken.free(spot[0], own):
+                return spot
+            continue
+        cost = taken.cost(spot[0], own)
+        if cost == 0:
+            return spot
+        if least is None or cost < least:
+            best, least = spot, cost
+    return best if final else None
+
 
 
 def room_for(box: Box, row: int, taken: Taken, arrow_rows) -> list[tuple[int, float]] | None:

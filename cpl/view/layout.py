@@ -38,6 +38,8 @@ class Dot:
     outcome: bool | None = None
     past: bool | None = None  # with a highlight: in its causal past; else None
     frontier: bool = False  # with a highlight: the latest event of its lifeline it saw
+    ident: str = ""  # the event id cpl explain takes (a fold: its first and last)
+    bare: str | None = None  # its text without values (by default shown where they fit)
 
 
 @attrs.frozen
@@ -75,6 +77,7 @@ class Layout:
     skipped_before: int = 0  # events above the window
     skipped_after: int = 0
     folded: int = 0  # acts folded into boxes
+    ids: bool | None = None  # event ids drawn: where they fit (None), all, or none
 
 
 def _short(text: str, limit: int) -> str:
@@ -119,7 +122,7 @@ def _ends(meta, lanes: Mapping[str, int], last_row: Mapping[str, int]) -> list[E
 def _failed_lifeline(meta: Mapping, lanes: Mapping[str, int]) -> str | None:
     """The lifeline whose failure ended the run: ``meta.failed.lifeline``, or in a trace
     recorded before that field, the one the error names as a run failure does
-    (``…error: NAME, event ID: cause``) when exactly one lifeline fits."""
+    (``…error: NAME, after ID: cause``) when exactly one lifeline fits."""
     failed = meta.get("failed")
     if isinstance(failed, Mapping) and isinstance(failed.get("lifeline"), str):
         return failed["lifeline"] if failed["lifeline"] in lanes else None
@@ -127,9 +130,17 @@ def _failed_lifeline(meta: Mapping, lanes: Mapping[str, int]) -> str | None:
     if not isinstance(error, str):
         return None
     head = error.split("\n", 1)[0]
-    fits = [name for name in lanes if head.startswith(f"{name}, event ")
-            or f"error: {name}, event " in head]
+    fits = [name for name in lanes if _failure_head(name).match(head)
+            or _failure_head(name, "error: ").search(head)]
     return fits[0] if len(fits) == 1 else None
+
+
+def _failure_head(name: str, lead: str = "") -> re.Pattern:
+    """Where a run failure's message says it happened: ``NAME, after ID: `` (``event ID``
+    in traces recorded before it named the event the trace holds; ``before its first
+    event``)."""
+    return re.compile(re.escape(f"{lead}{name}, ") +
+                      r"(?:event [^:]*|after [^:]*|before its first event): ")
 
 
 def _failed_text(meta: Mapping, name: str) -> str:
@@ -138,30 +149,34 @@ def _failed_text(meta: Mapping, name: str) -> str:
     if not isinstance(error, str):
         return "failed"
     cause = error.split("\n", 1)[0]
-    found = re.search(re.escape(f"{name}, event ") + r"[^:]*: ", cause)
+    found = _failure_head(name).search(cause)
     if found:
         cause = cause[found.end():]
     return f"failed: {_short(cause, 32)}"
 
 
 def layout(source, highlight: str | None = None, max_rows: int = MAX_ROWS,
-           values: bool | None = None) -> Layout:
+           values: bool | None = None, ids: bool | None = None) -> Layout:
     """Place the drawn events and messages of ``source`` (a ``Trace``, or a ``.jsonl``
-    reader whose events are not read yet); ``highlight`` is an event id; ``values`` as
-    ``placed`` takes it."""
-    return placed(collect(source, highlight, max_rows), values)
+    reader whose events are not read yet); ``highlight`` is an event id; ``values`` and
+    ``ids`` as ``placed`` takes them."""
+    return placed(collect(source, highlight, max_rows), values, ids)
 
 
-def placed(window: Window, values: bool | None = None) -> Layout:
+def placed(window: Window, values: bool | None = None, ids: bool | None = None) -> Layout:
     """The layout of a collected window: its rows renumbered from 1, acts folded into
     their runs' first, and the highlighted event's causal past marked.  ``values``: each
-    arrow's label shows the values its message carried — ``None`` when the label stays
-    short (``SHORT_LABEL``), ``True`` always, ``False`` never."""
+    arrow's label shows the values its message carried, and each act's the values it set
+    — ``None`` when the label stays short (``SHORT_LABEL``), ``True`` always, ``False``
+    never (by default an act's and a receive's are shown where they fit: ``cpl.view.fits``).
+    ``ids``: each event's id beside it — ``None`` where it fits, ``True`` always,
+    ``False`` never."""
     lanes = {name: n for n, name in enumerate(window.header.lifelines)}
     focus = None if window.focus is None else window.focus.clock
     members: dict[int, list[Seen]] = {}
     for seen in window.kept:
         members.setdefault(window.first(seen), []).append(seen)
+    carried = {m.recv[0]: m.send.event.payload for m in window.messages if m.recv is not None}
     dots, dot_of, last_row = [], {}, {}
     for first, group in members.items():
         seen, event, count = group[0], group[0].event, len(group)
@@ -170,9 +185,12 @@ def placed(window: Window, values: bool | None = None) -> Layout:
         last_row[event.lifeline] = row
         frontier = focus is not None and any(s.local == focus[s.lane] - 1 for s in group)
         in_past = None if focus is None else any(s.in_past(focus) for s in group)
+        ident = event.id if count == 1 else f"{event.id} … {group[-1].event.id}"
+        text = _dot_text(event, count, values, carried.get(first))
+        bare = _dot_text(event, count, False) if values is None else None
         dots.append(Dot(first, count, seen.lane, row, "fold" if count > 1 else event.kind,
-                        _dot_text(event, count), event.guard, event.outcome, in_past,
-                        frontier))
+                        text, event.guard, event.outcome, in_past, frontier, ident,
+                        bare if bare != text else None))
     arrows = []
     for message in drawn_messages(window, dot_of):
         send, recv = message.send, message.recv
@@ -188,7 +206,7 @@ def placed(window: Window, values: bool | None = None) -> Layout:
                   window.bottom - window.top + 1 if window.count else 0,
                   _title(window.header.meta, window.count),
                   None if window.focus is None else window.focus.index,
-                  window.skipped_before, window.skipped_after, window.folds)
+                  window.skipped_before, window.skipped_after, window.folds, ids)
 
 
 def drawn_messages(window: Window, dots) -> list[Message]:
@@ -211,16 +229,21 @@ def arrow_text(event, values: bool | None = None) -> str:
         pairs = [(str(key), _json(value)) for key, value in payload.items()]
     else:
         pairs = [(None, _json(payload))]
-    if not pairs:
-        return name
+    return _with_values(name, pairs, values, "({})") if pairs else name
+
+
+def _with_values(name: str, pairs, values: bool | None, form: str) -> str:
+    """``name`` with ``pairs`` in ``form`` (``({})``: a call; ``: {}``: an act's): all of
+    them with ``values``, else as much as keeps it within ``SHORT_LABEL`` characters —
+    each value cut with …, then the names only, then ``…`` alone."""
     if values:
-        return _call(name, pairs, FORCED_VALUE)
+        return _call(name, pairs, FORCED_VALUE, form)
     for limit in (SHORT_LABEL, 24, 16, 10, 6):
-        text = _call(name, pairs, limit)
+        text = _call(name, pairs, limit, form)
         if len(text) <= SHORT_LABEL:
             return text
-    text = _call(name, pairs, 1)  # the names only: review(candidate=…)
-    return text if len(text) <= SHORT_LABEL else f"{name}(…)"
+    text = _call(name, pairs, 1, form)  # the names only: review(candidate=…)
+    return text if len(text) <= SHORT_LABEL else name + form.format("…")
 
 
 def _json(value) -> str:
@@ -235,11 +258,12 @@ def _plain(value):
     return dict(value) if isinstance(value, Mapping) else list(value)
 
 
-def _call(name: str, pairs, limit: int, most: int = 20) -> str:
-    """``name(key=value, …)``: at most ``most`` pairs, each value cut at ``limit``."""
+def _call(name: str, pairs, limit: int, form: str = "({})", most: int = 20) -> str:
+    """``name(key=value, …)`` (or another ``form``): at most ``most`` pairs, each value
+    cut at ``limit``."""
     shown = [_short(text, limit) if key is None else f"{_short(key, 40)}={_short(text, limit)}"
              for key, text in pairs[:most]]
-    return f"{name}({', '.join(shown + ['…'] * (len(pairs) > most))})"
+    return name + form.format(", ".join(shown + ["…"] * (len(pairs) > most)))
 
 
 def _says_outcome(event) -> bool:
@@ -249,12 +273,49 @@ def _says_outcome(event) -> bool:
             and event.label.endswith(": " + json.dumps(payload["outcome"])))
 
 
-def _dot_text(event, count: int) -> str:
+def _dot_text(event, count: int, values: bool | None = None, carried=None) -> str:
     if count > 1:
         return f"{count} local acts"
     if event.kind == "choice":
         outcome = "" if event.outcome is None else f" → {str(event.outcome).lower()}"
         return _short(event.label or event.id, 40) + outcome
     if event.kind == "act":
-        return _short(event.label or event.id, 40)
+        return _act_text(event, values)
+    if event.kind == "recv" and values is not False and event.set:
+        return _received_text(event, values, carried)
     return ""  # a send or receive: its arrow carries the label
+
+
+def _received_text(event, values: bool | None, carried) -> str:
+    """The values a receive set that its arrow does not show already: an agent of
+    ``cpl.live`` sends a token, not its data, so what it set on receiving is drawn here
+    (``candidate="c1"``); a run's receive sets what its message carried, shown on the
+    arrow."""
+    carried = carried if isinstance(carried, Mapping) else {}
+    pairs = [(str(key), _json(value)) for key, value in event.set.items()
+             if not (key in carried and _json(carried[key]) == _json(value))]
+    return _with_values("", pairs, values, "{}") if pairs else ""
+
+
+def _act_text(event, values: bool | None) -> str:
+    """An act's label and the values it set (``tests ran: status="passed"``), unless its
+    label says them already (``set status='pending'``); an act with neither: its id."""
+    pairs = [] if values is False else [
+        (str(key), _json(value)) for key, value in event.set.items()
+        if not _states(event.label, str(key), value)]
+    if not pairs:
+        return _short(event.label or event.id, 40)
+    if not event.label:
+        return _with_values("", pairs, values, "{}")
+    return _with_values(_short(event.label, 32), pairs, values, ": {}")
+
+
+def _states(label: str | None, key: str, value) -> bool:
+    """Whether ``label`` shows ``key``'s value already (``c.set``'s ``set status='pending'``)."""
+    if not label:
+        return False
+    try:
+        shown = {repr(value), _json(value)}
+    except Exception:  # a hostile value's own __repr__: then the value is shown
+        return False
+    return any(f"{key}{sep}{text}" in label for text in shown for sep in ("=", " = "))

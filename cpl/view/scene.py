@@ -8,15 +8,19 @@ PNG and PDF).  All text placement is decided here, on estimated widths
 put where it covers neither other text nor an arrow other than its own; where
 no such spot exists, the rows around it are pulled apart and the labels are
 placed again (``scene``), so rows are as tall as what they hold needs, and
-time still runs downward with every arrow slanting down.
+time still runs downward with every arrow slanting down.  Event ids and the values
+of acts and receives come last, only where they fit (``fits``): they never move rows.
 """
 
 from __future__ import annotations
 
 import attrs
 
-from .labels import GUARD_LINES, PAD, Box, Taken, line_height, room_for, text_box, width, wrap
+from .fits import ID, id_spot, value_spot
+from .labels import (GUARD_LINES, PAD, Box, Taken, choose, line_height, room_for, text_box,
+                     width, wrap)
 from .layout import Layout
+from .marks import INK, LABEL, Group, Line, Scene, Shape, Text
 
 COLUMN = 200.0  # points between lifelines
 ROW = 30.0  # the least height of a row
@@ -24,68 +28,12 @@ MARGIN = 20.0
 LEFT = MARGIN + 96  # lane 0's x: room for half a lifeline's head
 FONT = "Helvetica"
 TRUE, FALSE, UNDECIDED = "#2e7d32", "#c62828", "#757575"
-INK, GREY, FRONTIER, FOCUS = "#212121", "#c4c4c4", "#ef6c00", "#1565c0"
-LABEL = 9.0  # label text size
+GREY, FRONTIER, FOCUS = "#c4c4c4", "#ef6c00", "#1565c0"
+ID_INK = "#78909c"  # an event id's colour
 HEAD_LINES = 3  # a lifeline's name takes at most this many lines in its head
 PASSES = 40  # times the rows may be pulled apart to make room for labels
 STALLED = 16  # passes without fewer labels left unplaced before giving up
 WORK = 12_000  # labels placed over all passes: a busy or whole-trace picture gets fewer
-
-
-@attrs.frozen
-class Text:
-    """Lines of text whose box is ``box``; ``anchor`` is how each line sits on ``x``."""
-    x: float
-    box: Box
-    lines: tuple[str, ...]
-    size: float = LABEL
-    colour: str = INK
-    anchor: str = "start"  # start | middle | end
-    bold: bool = False
-
-    def baselines(self) -> list[float]:
-        step = line_height(self.size)
-        return [self.box.top + step * n + self.size * 0.95 for n in range(len(self.lines))]
-
-
-@attrs.frozen
-class Line:
-    x0: float
-    y0: float
-    x1: float
-    y1: float
-    colour: str = INK
-    width: float = 1.0
-    dashed: bool = False
-    head: bool = False  # an arrowhead at (x1, y1)
-
-
-@attrs.frozen
-class Shape:
-    kind: str  # circle | diamond | box | rounded
-    cx: float
-    cy: float
-    w: float
-    h: float
-    fill: str | None = None
-    stroke: str = INK
-    pen: float = 1.0
-
-
-@attrs.frozen
-class Group:
-    """Marks drawn together under one id (the viewer finds them by it)."""
-    id: str
-    cls: str
-    items: tuple
-
-
-@attrs.frozen
-class Scene:
-    width: float
-    height: float
-    groups: tuple[Group, ...]
-    title: str = ""
 
 
 def _lane_x(lane: int) -> float:
@@ -151,12 +99,14 @@ def scene(layout: Layout) -> Scene:
     else:
         placed = _place(layout, _Rows(head_y, gaps), heads, head_h, dot_lines, arrow_lines,
                         final=True)
-    return placed[0]
+    return placed[0]()
 
 
-def _dot_lines(dot) -> list[str]:
-    """An event's label: its text, and a choice's whole guard under it."""
-    lines = wrap(dot.text, LABEL, COLUMN - 30) if dot.text else []
+def _dot_lines(dot, text: str | None = None) -> list[str]:
+    """An event's label: its text (placed as ``bare``, see ``_with_values``), and a
+    choice's whole guard under it."""
+    text = dot.bare if text is None and dot.bare is not None else text or dot.text
+    lines = wrap(text, LABEL, COLUMN - 30) if text else []
     if dot.kind == "choice" and dot.guard:
         lines += wrap(dot.guard, LABEL, COLUMN - 30, most=GUARD_LINES)
     return lines
@@ -167,9 +117,9 @@ def _arrow_text(arrow) -> str:
 
 
 def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, final: bool):
-    """The scene at these row heights, and the rows to pull apart for labels that found no
-    free spot (unless ``final``: then each takes its least covered spot)."""
-    lanes = len(layout.lifelines)
+    """The placement at these row heights (a function making its scene, ``_finish``), and
+    the rows to pull apart for labels that found no free spot (unless ``final``: then
+    each takes its least covered spot)."""
     bottom = layout.rows + 1.5
     y_bottom = rows.y(bottom)
     groups: list[Group] = []
@@ -232,6 +182,8 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
     for dot in layout.dots:
         groups.extend(_dot_groups(dot, layout, _lane_x(dot.lane), rows.y(dot.row)))
     later = []  # right of its dot first for every event; left of it only where that is taken
+    label_boxes: dict[int, tuple] = {}  # dot index -> its label's box and lines
+    label_at: dict[int, int] = {}  # dot index -> its label's place in texts
     for first in (True, False):
         for n, dot in (enumerate(layout.dots) if first else later):
             lines = dot_lines[n]
@@ -255,8 +207,10 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
                 crowded.extend([(dot.row, 12.0), (dot.row + 1, 12.0)] if ways[pick] is None
                                else ways[pick] or [(-1, 0.0)])  # []: only cut arrows
                 box = spots[0]
-            box = box[0]
+            box, lines = box
             taken.add(box)
+            label_boxes[dot.index] = (box, lines)
+            label_at[dot.index] = len(texts)
             texts.append(Group(f"label-{dot.index}", "node", (Text(
                 box.left, box, tuple(lines), LABEL, _ink(dot.past, "#37474f")),)))
     for number, arrow in enumerate(layout.arrows):
@@ -275,31 +229,71 @@ def _place(layout: Layout, rows: _Rows, heads, head_h, dot_lines, arrow_lines, f
         ink = _ink(arrow.past)
         texts.append(Group(f"msglabel-{number}", "node", (Text(
             (box.left + box.right) / 2, box, tuple(lines), LABEL, ink, "middle"),)))
-    groups.extend(texts)
-    groups.extend(ends)
+    return lambda: _finish(layout, rows, groups, texts, ends, taken, label_boxes, label_at,
+                           y_bottom), crowded
+
+
+def _finish(layout: Layout, rows: _Rows, groups, texts, ends, taken, label_boxes, label_at,
+            y_bottom: float) -> Scene:
+    """The scene of the placement kept (done once, not on every pass): with the values
+    acts and receives set and the event ids, where they fit (``cpl.view.fits``)."""
+    lanes = len(layout.lifelines)
+    for dot in layout.dots:
+        if dot.bare is not None and (dot.index in label_at or not dot.bare):
+            _with_values(dot, rows.y(dot.row), label_boxes, taken, texts,
+                         label_at.get(dot.index))
+    if layout.ids is not False:
+        for dot in layout.dots:
+            placed = _id_text(dot, rows.y(dot.row), label_boxes.get(dot.index), taken,
+                              layout.ids, lanes)
+            if placed is not None:
+                taken.add(placed.box)
+                texts.append(Group(f"id-{dot.index}", "node", (placed,)))
+    groups = groups + texts + ends
     right = max([_lane_x(lanes - 1) + COLUMN / 2 if lanes else MARGIN * 2]
                 + [item.box.left + 1.15 * (item.box.right - item.box.left) + MARGIN
                    for g in groups for item in g.items if isinstance(item, Text)])
     height = max([y_bottom + MARGIN + 6] + [item.box.bottom + MARGIN for g in groups
                                              for item in g.items if isinstance(item, Text)])
-    return Scene(right, height, tuple(groups), layout.title), crowded
+    return Scene(right, height, tuple(groups), layout.title)
 
 
-def _choose(spots, taken: Taken, own: int | None, final: bool):
-    """The first free spot of ``spots`` (an iterable of (box, lines) pairs, looked at only
-    as far as needed); if none is, the least covered one when ``final``, else None."""
-    best, least = None, None
-    for spot in spots:
-        if not final:
-            if taken.free(spot[0], own):
-                return spot
-            continue
-        cost = taken.cost(spot[0], own)
-        if cost == 0:
-            return spot
-        if least is None or cost < least:
-            best, least = spot, cost
-    return best if final else None
+def _with_values(dot, y: float, label_boxes: dict, taken: Taken, texts: list,
+                 at: int | None) -> None:
+    """By default values are shown where they fit (``cpl.view.fits``): an act's label
+    placed without them (``dot.bare``) becomes its whole text (``dot.text``), a
+    receive's values (``at`` None: it has no label) get a label of their own."""
+    x, off = _lane_x(dot.lane), 14 if dot.frontier else 12
+    whole = _dot_lines(dot, dot.text)
+    old = None if at is None else label_boxes[dot.index][0]
+    spot = value_spot(whole, LABEL, x, y, off, dot.lane > 0, old, taken)
+    if spot is None:
+        return
+    taken.add(spot)
+    label_boxes[dot.index] = (spot, whole)
+    item = Text(spot.left, spot, tuple(whole), LABEL, _ink(dot.past, "#37474f"))
+    if at is None:
+        texts.append(Group(f"label-{dot.index}", "node", (item,)))
+    else:
+        texts[at] = attrs.evolve(texts[at], items=(item,))
+
+
+def _id_text(dot, y: float, label: tuple | None, taken: Taken, ids: bool | None,
+             lanes: int) -> Text | None:
+    """The id of ``dot`` where it fits (``cpl.view.fits``), or None."""
+    off = {"choice": 13.0, "fold": 10.0}.get(dot.kind, 9.0) + (6.0 if dot.frontier else 0.0)
+    x = _lane_x(dot.lane)
+    chosen = id_spot(dot.ident, x, y, off, label and (*label, LABEL), taken, ids,
+                     [_lane_x(lane) for lane in range(lanes)], MARGIN / 2, COLUMN - 30)
+    if chosen is None:
+        return None
+    box, lines = chosen
+    anchor = "end" if box.right <= x else "start"
+    return Text(box.right if anchor == "end" else box.left, box, tuple(lines), ID,
+                _ink(dot.past, ID_INK), anchor)
+
+
+_choose = choose  # a name of this module: a test swaps it for a careless placement
 
 
 def _arrow_spots(segment: tuple, text: str):

@@ -1,6 +1,6 @@
 /* cpl render --format html: the viewer's script.
    Reads the JSON block #cpl-view; finds graphviz's elements by their ids (ev-N, label-N,
-   seen-N for trace index N; msg-K, msglabel-K for arrow K; lifeline-L, line-L, end-L for
+   id-N (the event id drawn beside it), seen-N for trace index N; msg-K, msglabel-K for arrow K; lifeline-L, line-L, end-L for
    lane L).  Text from the trace reaches the page through textContent only. */
 (function () {
   "use strict";
@@ -45,7 +45,7 @@
     ids.forEach(function (id) { var e = node(id); if (e) { fn(e); } });
   }
 
-  function dotElements(d) { return ["ev-" + d.index, "label-" + d.index, "seen-" + d.index]; }
+  function dotElements(d) { return ["ev-" + d.index, "label-" + d.index, "id-" + d.index, "seen-" + d.index]; }
 
   function arrowElements(a) { return ["msg-" + a.n, "msglabel-" + a.n]; }
 
@@ -112,7 +112,7 @@
   function targetOf(element) {
     var g = element && element.closest ? element.closest("g[id]") : null;
     if (!g || !chart.contains(g)) { return null; }
-    var m = /^(ev|label|seen|msg|msglabel)-(\d+)$/.exec(g.id);
+    var m = /^(ev|label|id|seen|msg|msglabel)-(\d+)$/.exec(g.id);
     if (!m) { return null; }
     var n = Number(m[2]);
     if (m[1] === "msg" || m[1] === "msglabel") { return view.arrows[n] ? { arrow: view.arrows[n] } : null; }
@@ -217,7 +217,7 @@
 
   function point(id, on) {
     var d = byId[id];
-    if (d) { each(["ev-" + d.index, "label-" + d.index], function (e) { e.classList.toggle("pointed", on); }); }
+    if (d) { each(["ev-" + d.index, "label-" + d.index, "id-" + d.index], function (e) { e.classList.toggle("pointed", on); }); }
   }
 
   function evref(id) {

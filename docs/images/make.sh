@@ -32,5 +32,10 @@ assert end["status"] == "died" and end["died"]["lifeline"] == "Security", end
 print(f"docs/images/killed.png: died, {len(end.get('in_transit', []))} messages in transit")
 PY
 cpl render "$work/killed.jsonl" --max-rows 40 -o "$out/killed.png"
+# Agents of cpl.live (examples/embedding/asyncio_review.py): their merged logs drawn as SVG,
+# which needs no graphviz: the values they set and every event's id.
+python examples/embedding/asyncio_review.py --logs "$work/agents" >/dev/null
+cpl merge "$work/agents" -o "$work/agents.jsonl" >/dev/null
+cpl render "$work/agents.jsonl" -o "$out/agents.svg"
 python docs/images/anomaly_pictures.py
 python docs/images/viewer_picture.py

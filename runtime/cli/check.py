@@ -13,7 +13,7 @@ import cpl
 from cpl import Schema
 
 from .arguments import add_command, add_format
-from .usage import EXIT_OK, UsageError, complain
+from .usage import EXIT_OK, UsageError
 
 
 def _schema(path: str | None) -> Schema:
@@ -67,8 +67,6 @@ def _check(args, schema) -> int:
     guard = cpl.check(args.guard, schema, anywhere=True)
     if args.owner is not None:
         raise UsageError("--owner goes with --monitor")
-    for warning in guard.warnings:
-        complain(f"warning: {warning}")
     if args.format == "json":
         print(json.dumps(guard.to_json()))
     else:

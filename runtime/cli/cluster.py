@@ -53,7 +53,7 @@ def ray_session(address: str):
     if target is None or _loopback(target.rsplit(":", 1)[0]):
         stay_on_loopback()
     quiet = {"logging_level": logging.ERROR, "log_to_driver": True}
-    folder = _session_folder() if target is None else None  # its session: logs, sockets;
+    folder = session_folder() if target is None else None  # its session: logs, sockets;
     try:  # gone with the run, and no /tmp/ray/ray_current_cluster left behind
         try:
             if target is None:
@@ -84,11 +84,11 @@ def stay_on_loopback() -> None:
     constants.ENABLE_RAY_CLUSTER = False
 
 
-def _session_folder() -> str:
+def session_folder(prefix: str = RUN_FOLDER) -> str:
     """A new folder for a Ray started here: in the temp folder if its path is short enough
     for Ray's sockets (AF_UNIX paths hold 107 bytes; Ray adds some 70), else in /tmp."""
     base = tempfile.gettempdir()
-    return tempfile.mkdtemp(prefix=RUN_FOLDER, dir=base if len(base) <= 20 else "/tmp")
+    return tempfile.mkdtemp(prefix=prefix, dir=base if len(base) <= 20 else "/tmp")
 
 
 def _target(address: str) -> str | None:

@@ -56,8 +56,6 @@ def cmd_eval(args) -> int:
             error.hint = (f"{error.hint}; a choreography's own predicates load with "
                           f"--predicates CHOREO.py")
         raise
-    for warning in checked.warnings:
-        warn(warning)
     try:
         if args.engine == "reference":
             from cpl.semantics import evaluate_all  # ~8 ms of imports the monitors never need
@@ -109,7 +107,6 @@ def _eval_stepped(args, source, notes: list, warn) -> bool:
             schema = source.schema(predicates)
             if schema is None:  # a document without "vars": its schema needs its events
                 return False
-            checked = cpl.check(args.guard, schema)
             step, values = value_step(source, args.guard, args.lifeline, schema=schema)
             lines = _jsonl_lines(source.lifelines)
             for _ in source.stepped(step):  # a stream's batches: kept until all have passed
@@ -117,7 +114,7 @@ def _eval_stepped(args, source, notes: list, warn) -> bool:
                 values.clear()
         except Exception:  # Declined, or anything else: the exact path says what it is
             return False
-        for warning in (*checked.warnings, *notes):
+        for warning in notes:
             warn(warning)
         spool.seek(0)
         for chunk in iter(lambda: spool.read(1 << 16), ""):

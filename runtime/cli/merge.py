@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import sys
-import tempfile
 
 import attrs
 
@@ -74,7 +74,30 @@ def cmd_merge(args) -> int:
     print(f"{args.output}: {_counted(count, 'event')} of {_counted(len(lifelines), 'lifeline')}"
           f", {_counted(transit, 'message')} in transit, {placed['unplaced']:,} unplaced"
           + (f"; {what} may be deleted" if source.is_parts else ""))
+    cut = _cut_off(source)
+    if cut:
+        one = len(cut) == 1
+        print(f"cpl merge: warning: {_counted(len(cut), 'agent')} never closed "
+              f"{'its log' if one else 'their logs'} (killed, or still running): {_listed(cut)}"
+              f"\n  {args.output} holds every event logged so far and says 'vanished'; if "
+              f"{'it is' if one else 'they are'} still running, merge again after "
+              f"{'it closes' if one else 'they close'}", file=sys.stderr)
     return EXIT_OK
+
+
+def _cut_off(source: "_Source") -> list[str]:
+    """The agents whose logs end without their end line (none for a run's parts: there the
+    supervisor vanished, which the trace's status says)."""
+    if source.is_parts:
+        return []
+    return [name for name, how in source.meta.get("agents", {}).items() if how == "cut"]
+
+
+def _listed(names: list[str], most: int = 8) -> str:
+    """``A``, ``A and B``, ``A, B and C``, ``A, B, … and 3 more``."""
+    if len(names) > most:
+        return f"{', '.join(names[:most])} and {len(names) - most} more"
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
 
 
 @attrs.frozen
@@ -187,15 +210,21 @@ def _finished(path: str) -> bool:
 
 
 def _beside(output: str) -> str:
-    """A new file beside ``output`` with its suffix (its form), for the trace being built."""
+    """A new file beside ``output`` with its suffix (its form), for the trace being built;
+    created as any file is (mode 0666 less the umask, as ``cpl run`` writes its trace), not
+    ``mkstemp``'s 0600: the rename makes it the trace, readable as run traces are."""
     folder, name = os.path.split(os.path.abspath(output))
-    try:
-        handle, path = tempfile.mkstemp(dir=folder, prefix=f".{name}.",
-                                        suffix=f".merging{os.path.splitext(name)[1]}")
-    except OSError as error:
-        raise UsageError(f"-o {output}: cannot write beside it: {error.strerror}") from None
-    os.close(handle)
-    return path
+    suffix = os.path.splitext(name)[1]
+    for _ in range(100):
+        path = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.merging{suffix}")
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            return path
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise UsageError(f"-o {output}: cannot write beside it: {error.strerror}") from None
+    raise UsageError(f"-o {output}: cannot write beside it: 100 names taken")
 
 
 def _counted(number: int, noun: str) -> str:

@@ -28,7 +28,7 @@ from cpl.errors import TraceError
 from .arguments import (add_choreography, add_command, add_inputs, add_max_steps, add_schedule,
                         add_seed)
 from .usage import UsageError, option_json
-from .view import add_values
+from .view import add_ids, add_values
 from ..lineage import Sweep
 
 
@@ -58,9 +58,10 @@ def cmd_run(args) -> int:
     if args.join_timeout is not None and not 0 < args.join_timeout < math.inf:
         raise UsageError(f"--join-timeout {args.join_timeout:g}: give a number of seconds > 0")
     render_format = _render_format(args.render)
-    if args.values is not None and not args.render:
-        raise UsageError(f"--{'' if args.values else 'no-'}values is for the picture of "
-                         f"--render OUT")
+    for option in ("values", "ids"):
+        if getattr(args, option) is not None and not args.render:
+            raise UsageError(f"--{'' if getattr(args, option) else 'no-'}{option} is for the "
+                             f"picture of --render OUT")
     plan = prepare(load_one(args.choreo, args.name))
     inputs = plan.inputs(args.arg)
     with contextlib.ExitStack() as cluster:  # Ray joined or started before the trace opens:
@@ -83,7 +84,8 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
     with contextlib.nullcontext() if args.sim else Interrupts() as interrupts:
         code = _recorded(args, plan, inputs, trace_path, interrupts)
     if args.render:
-        code = _render_run(trace_path, args.render, render_format, args.values) or code
+        code = _render_run(trace_path, args.render, render_format, args.values,
+                           args.ids) or code
     return code
 
 
@@ -160,6 +162,7 @@ def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
     unmerged = meta.get("unmerged") and args.trace and not lost
     if meta["status"] != "ok":
         print(f"cpl run: {meta.get('error', meta['status'])}"
+              + (f"\n{meta['traceback']}" if meta.get("traceback") else "")  # an action's own
               + (f"\n  (trace written to {args.trace})" if args.trace and not lost
                  and not unmerged else ""), file=sys.stderr)
     code = EXIT_CODES[meta["status"]]
@@ -240,7 +243,8 @@ def _render_format(path: str | None) -> str | None:
     return form
 
 
-def _render_run(trace_path: str, out: str, form: str, values: bool | None = None) -> int:
+def _render_run(trace_path: str, out: str, form: str, values: bool | None = None,
+                ids: bool | None = None) -> int:
     """Draw the run's trace (failing runs too), keeping only the drawn window of a
     stream; 1 if the picture could not be made."""
     from cpl.trace import open_trace
@@ -248,7 +252,8 @@ def _render_run(trace_path: str, out: str, form: str, values: bool | None = None
     from .view import drawn, write_atomically
     try:
         source = open_trace(trace_path)
-        write_atomically(out, drawn(lambda: render_parts(source, form, values=values)))
+        write_atomically(out, drawn(lambda: render_parts(source, form, values=values,
+                                                                ids=ids)))
     except TraceError as error:
         print(f"cpl run: --render: {error}", file=sys.stderr)
         return 1
@@ -316,6 +321,7 @@ def add_run_commands(commands) -> None:
     run.add_argument("--render", metavar="OUT.svg|.png|.pdf|.dot|.html",
                      help="draw the run's MSC at the end (failing runs too); see cpl render")
     add_values(run, "with --render: ")
+    add_ids(run, "with --render: ")
     run.add_argument("--timeout", type=float, metavar="SECONDS", help="stop after this long")
     add_max_steps(run, "stop after N events (--sim)")
     run.add_argument("--hosts", metavar="FILE",

@@ -51,7 +51,7 @@ def cmd_render(args) -> int:
     predicates = _predicates(args, source) if form == "html" else None
     try:
         write_atomically(args.output, drawn(lambda: render_parts(
-            source, form, args.highlight, args.max_rows, predicates, args.values)))
+            source, form, args.highlight, args.max_rows, predicates, args.values, args.ids)))
     except NoSuchEvent as error:
         raise UsageError(f"--highlight: {error}") from None
     return EXIT_OK
@@ -101,11 +101,8 @@ def cmd_explain(args) -> int:
     source = read_trace(args.trace, _warn)
     predicates = _predicates(args, source)
     schema = None
-    if args.guard is not None:  # a misspelt variable silently makes an atom constant
-        from cpl import check
+    if args.guard is not None:
         schema = source.schema(predicates)
-        for warning in check(args.guard, schema).warnings:
-            _warn(warning)
     try:
         if isinstance(source, Trace):
             found = explain(source, args.event, args.guard, predicates)
@@ -160,6 +157,7 @@ def _render_options(render) -> None:
                         f"of N rows around --highlight (else the end); 0: no limit "
                         f"(default {MAX_ROWS})")
     add_values(render)
+    add_ids(render)
     add_predicates(render)
 
 
@@ -170,9 +168,20 @@ def add_values(parser, prefix: str = "") -> None:
     """``--values`` / ``--no-values``: the message values on the arrows (``None``: short ones)."""
     parser.add_argument("--values", action=argparse.BooleanOptionalAction, default=None,
                         help=f"{prefix}show on each arrow the values its message carried, "
-                        f"e.g. review(candidate=3): --values shows them all, --no-values none "
+                        f"e.g. review(candidate=3), and beside each act the values it set: "
+                        f"--values shows them all, --no-values none "
                         f"(default: where the label stays within {SHORT_LABEL} characters, "
-                        f"long values cut with …)")
+                        f"long values cut with …; an act's where they fit)")
 
 
-__all__ = ["add_values", "add_view_commands", "cmd_explain", "cmd_render", "drawn", "write_atomically"]
+def add_ids(parser, prefix: str = "") -> None:
+    """``--ids`` / ``--no-ids``: each event's id beside it (``None``: where it fits)."""
+    parser.add_argument("--ids", action=argparse.BooleanOptionalAction, default=None,
+                        help=f"{prefix}show beside each event its id, as cpl explain takes it "
+                        f"(Committer.4): --ids on every event (where no spot is free, in "
+                        f"the one that covers least), --no-ids on none (default: where one "
+                        f"fits without moving anything)")
+
+
+__all__ = ["add_ids", "add_values", "add_view_commands", "cmd_explain", "cmd_render", "drawn",
+           "write_atomically"]
