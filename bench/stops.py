@@ -37,6 +37,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import signal
 import statistics
 import subprocess
@@ -115,8 +116,9 @@ def ctrl_c(root: Path, folder: Path, rng: random.Random) -> tuple[dict, str, boo
 
 
 def ctrl_c_from_start(root: Path, folder: Path, rng: random.Random) -> tuple[dict, str, bool]:
-    trace = folder / "busy.jsonl"
+    trace, parts = folder / "busy.jsonl", folder / "busy.jsonl.parts"
     trace.unlink(missing_ok=True)
+    shutil.rmtree(parts, ignore_errors=True)  # left by a run that lost its trace
     process, tag, began = start(root, folder, [str(CODE_REVIEW), "--trace", str(trace),
                                                "--arg", "rounds=100000"])
     time.sleep(max(0.0, began + rng.uniform(0.0, 3.0) - time.monotonic()))
@@ -128,6 +130,10 @@ def ctrl_c_from_start(root: Path, folder: Path, rng: random.Random) -> tuple[dic
     said = status(trace) if ended else "hung"
     if said == "no trace" and not opened:
         said = "interrupted"  # stopped before it opened its trace: nothing to write
+    if ended and process.returncode != 130:
+        said = f"exit {process.returncode}"
+    elif parts.exists():  # the trace lacks what they hold
+        said = f"{said}, parts left"
     return took, said, finish(tag)
 
 
