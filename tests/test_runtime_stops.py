@@ -238,3 +238,31 @@ def test_a_second_ctrl_c_during_the_last_merge_says_so_and_cpl_merge_completes_t
     said = capsys.readouterr()
     assert said.err == "note: t.jsonl: its run ended interrupted\n", said.err
     assert "all agree" in said.out
+
+
+def test_lifelines_wait_while_the_merge_catches_up_and_the_trace_stays_whole(
+        tmp_path, monkeypatch, capsys):
+    """A merge kept behind (slices of a millisecond, no lag allowed) pauses the local
+    lifelines and resumes them once it has caught up, again and again; the run still ends
+    by its --timeout, not as a silent lifeline, with every logged event in its trace."""
+    import runtime.launchers as launchers
+    import runtime.supervisor as supervisor
+    from runtime.cli import main
+    monkeypatch.setattr(supervisor, "MERGE_SLICE", 0.001)
+    monkeypatch.setattr(supervisor, "MERGE_LAG", 0.0)
+    holds = []
+    original = launchers.LocalProcesses.hold
+
+    def hold(self, held):
+        holds.append(held)
+        original(self, held)
+    monkeypatch.setattr(launchers.LocalProcesses, "hold", hold)
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", CODE_REVIEW, "--arg", "rounds=100000", "--timeout", "4",
+                 "--trace", "t.jsonl"])
+    err = capsys.readouterr().err
+    assert code == 1 and "--timeout" in err, err
+    assert holds.count(True) >= 2 and holds[-1] is False, holds
+    assert holds == [True, False] * (len(holds) // 2)  # each pause ended by a resume
+    trace = _trace(tmp_path / "t.jsonl", "timeout")
+    assert trace.events and not (tmp_path / "t.jsonl.parts").exists()
