@@ -42,6 +42,9 @@ What every launcher guarantees (the supervisor relies on nothing else):
 * ``stop()`` comes once the supervisor said ``stop`` and heard the last words
   it could (a lifeline held by a blocking action says none): it ends at once,
   by force, every lifeline it can, so that none writes its log any more.
+* ``hold(held)`` pauses (``True``) or resumes the lifelines it can, while the
+  supervisor's merge of their logs catches up with them (``LocalProcesses``:
+  SIGSTOP and SIGCONT to their process groups); others go on.
 * ``close()`` — also leaving the ``with`` block, on every path — ends by force
   what still runs and releases what the launcher holds (pipes, files).  No
   lifeline outlives the run: one the launcher cannot end ends itself when it
@@ -53,6 +56,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 
@@ -101,6 +105,9 @@ class Launcher:
         """Whether ``name``'s process is there (running, or stopped by a signal); None: this
         launcher cannot see it."""
         return None
+
+    def hold(self, held: bool) -> None:
+        pass
 
     def stop(self) -> None:
         pass
@@ -166,6 +173,14 @@ class LocalProcesses(Launcher):
     def alive(self, name: str) -> bool | None:
         process = self.processes.get(name)
         return None if process is None else process.poll() is None
+
+    def hold(self, held: bool) -> None:
+        """Pause (SIGSTOP) or resume (SIGCONT) every child's process group: what its actions
+        started pauses with it."""
+        for process in self.processes.values():
+            if process.returncode is None:
+                with contextlib.suppress(OSError):
+                    os.killpg(process.pid, signal.SIGSTOP if held else signal.SIGCONT)
 
     def stop(self) -> None:
         """SIGKILL every child's process group — the child if it still runs, and what its

@@ -45,6 +45,7 @@ class Parts:
     header: dict
     meta: dict
     end: dict | None = None  # how the run ended, if its supervisor could say so here
+    reported: dict | None = None  # lifeline -> the variables it reports (runtime.results)
 
     @property
     def lifelines(self) -> tuple[str, ...]:
@@ -57,7 +58,8 @@ class Parts:
     def keep(self) -> None:
         """Write ``run.json`` whole or not at all (an ``OSError`` says why)."""
         _write(os.path.join(self.folder, IDENTITY),
-               {"format": PARTS_FORMAT, "header": self.header, "meta": self.meta})
+               {"format": PARTS_FORMAT, "header": self.header, "meta": self.meta,
+                "reported": self.reported or {}})
 
     @classmethod
     def read(cls, folder: str) -> Parts:
@@ -82,7 +84,7 @@ class Parts:
             data = json.loads(raw.decode("utf-8"))
         except (ValueError, RecursionError):
             raise PartsError(f"{path}: not JSON: the file is damaged (or not a run's)") from None
-        return cls(folder, *_checked(data, path), _end(folder))
+        return cls(folder, *_checked(data, path), _end(folder), _reported(data))
 
 
 def keep_end(folder: str, meta: dict) -> bool:
@@ -103,6 +105,17 @@ def _end(folder: str) -> dict | None:
     except (OSError, ValueError, RecursionError):
         return None
     return end if isinstance(end, dict) and isinstance(end.get("status"), str) else None
+
+
+def _reported(data: dict) -> dict | None:
+    """``run.json``'s ``reported`` (lifeline -> the variables it reports), if it has a
+    well-formed one (parts written before it was kept have none)."""
+    reported = data.get("reported")
+    if isinstance(reported, dict) and all(
+            isinstance(names, list) and all(isinstance(name, str) for name in names)
+            for names in reported.values()):
+        return reported
+    return None
 
 
 def _write(path: str, data: dict) -> None:

@@ -17,12 +17,16 @@ the lifeline whose key signed it, :mod:`runtime.control`):
   nothing else said in between (a probe wave) → **deadlock**;
 * ``--timeout`` → **timeout**; Ctrl-C or SIGTERM → **interrupted**.
 
+All along it merges the logs into the trace (:mod:`cpl.trace.merge`, the logs
+read as they grow), pausing the lifelines it can while the merge is behind.
 Then it says ``stop``, hears the lifelines' last words for at most
 ``STOP_GRACE`` (a lifeline inside a blocking action cannot answer: its
-launcher ends it), and merges the logs into the trace (:mod:`cpl.trace.merge`)
-with ``meta`` saying how the run ended.  The logs live in the run's parts
-folder (:mod:`runtime.parts`, beside the trace), with what ``cpl merge``
-needs to rebuild the trace should the supervisor vanish first.
+launcher ends it), merges what is left, and returns ``meta`` saying how the
+run ended, with the results the merged events leave (:mod:`runtime.results`).
+Ctrl-C and SIGTERM are counted, not raised (:mod:`runtime.interrupts`).  The
+logs live in the run's parts folder (:mod:`runtime.parts`, beside the trace),
+with what ``cpl merge`` needs to rebuild the trace should the supervisor
+vanish first.
 """
 
 from __future__ import annotations
@@ -45,9 +49,15 @@ from cpl.errors import TraceError
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE, Beat, Hello,
                       Log, Probe, Refused, Start, State, Stop, heard, quiet, send)
+from cpl.trace.merge import LogTail, Merging
+from .interrupts import Interrupts
 from .launchers import Launcher, LocalProcesses, Unlaunched
-from cpl.trace import merge_logs as merge, read_log
 from .parts import Parts, log_of
+from .results import LastValues
+
+MERGE_EVERY = 0.05  # seconds between two merges of the logs into the trace, while it runs
+MERGE_SLICE = 0.02  # seconds a merge goes on before the control frames are heard again
+MERGE_LAG = 0.25  # seconds the merge may stay behind the logs before the lifelines wait
 
 
 class Supervisor:
@@ -83,6 +93,7 @@ class Supervisor:
         self.parts = parts  # the folder for the lifelines' logs, if not a temporary one
         self.folder = ""  # the folder of the lifelines' logs, while the run goes
         self.unlogged: collections.Counter = collections.Counter()  # lost shipped lines
+        self.held = False  # the lifelines paused while the merge catches up (_hold)
         self.shipped = 0  # shipped log lines heard
 
     def _keys(self) -> dict:
@@ -97,50 +108,81 @@ class Supervisor:
                            pairs[name][1] if name in pairs else "", pairs[""][0], public)
                 for name in ("", *self.lifelines)}
 
-    def run(self, write) -> dict:
+    def run(self, write, interrupts: Interrupts | None = None) -> dict:
         """Run to the end, writing each merged event with ``write``; returns the meta.
 
+        The logs are merged into the trace as the run goes (``MERGE_EVERY``), so what is
+        left to merge when it stops is small.  SIGINT and SIGTERM are counted by
+        ``interrupts`` (its caller's, which outlasts this call; else one of ours), never
+        raised: the first ends the run, one during the stop hurries it, one during the
+        final merge cuts that short (``meta.unmerged``: the parts hold more).
+
         Everything the run holds is in the one scope below and is released on every
-        path (an error of ours, a second Ctrl-C), in reverse order: the ZAP handler, the
-        ZeroMQ context with its sockets, the lifelines (ended by their launchers) and the
-        connection files, the SIGTERM handler, the run's temp folder.  The launchers come
-        first, in a process of one thread (``LocalProcesses`` forks there); then the keys
-        (a Ray actor makes its own pair), before anything binds.  The ``parts`` folder outlives the run: its caller removes it once
-        the trace is whole."""
+        path (an error of ours), in reverse order: the ZAP handler, the ZeroMQ context
+        with its sockets, the lifelines (ended by their launchers) and the connection
+        files, the logs read, the run's temp folder.  The launchers come first, in a
+        process of one thread (``LocalProcesses`` forks there); then the keys (a Ray
+        actor makes its own pair), before anything binds.  The ``parts`` folder outlives
+        the run: its caller removes it once the trace is whole."""
         began = time.monotonic()  # --timeout counts from here, the lifelines' start-up included
         with contextlib.ExitStack() as scope:
+            if interrupts is None:
+                interrupts = scope.enter_context(Interrupts())
+            self.interrupts = interrupts
             self.folder = self.parts or scope.enter_context(
                 tempfile.TemporaryDirectory(prefix="cpl-run-", ignore_cleanup_errors=True))
             self._keep()
-            scope.enter_context(_sigterm_as_ctrl_c())
-            for launcher in self.launchers:  # before any thread or context: one may fork
-                scope.enter_context(launcher)
-                launcher.ready(self.plan)
-            context = zmq.Context()
-            scope.callback(context.destroy, 0)  # closes every socket left (linger 0), then terms
-            control = context.socket(zmq.ROUTER)
-            control.linger = 0
-            control.maxmsgsize = MAX_CONTROL
+            last = LastValues(self.lifelines, self._header().get("init"),
+                              self.plan.choreography.results)
+
+            def logged(event) -> None:
+                last.see(event)
+                write(event)
+            tails = {name: LogTail(self._log(name), name) for name in self.lifelines}
+            for tail in tails.values():
+                scope.callback(tail.close)
+            self.merging = Merging(self.lifelines, logged,
+                                   {name: tail.take for name, tail in tails.items()})
+            control = None
             try:
+                for launcher in self.launchers:  # before any thread or context: one may fork
+                    self._unless_interrupted()
+                    scope.enter_context(launcher)
+                    launcher.ready(self.plan)
+                context = zmq.Context()
+                scope.callback(context.destroy, 0)  # closes every socket left (linger 0)
+                control = context.socket(zmq.ROUTER)
+                control.linger = 0
+                control.maxmsgsize = MAX_CONTROL
                 if self.secure:
                     self.keys = self._keys()
                     scope.callback(authenticator(context, KeyRing(self.keys[""].lifelines)).stop)
                 secure_server(control, self.keys[""] if self.keys else None)
                 port = control.bind_to_random_port(f"tcp://{self.host}")
                 for launcher in self.launchers:
+                    self._unless_interrupted()
                     self._launch(launcher, f"tcp://{self.host}:{port}")
                 meta = self._watch(control, began)
-            except KeyboardInterrupt:
+            except KeyboardInterrupt:  # ours, raised where it is safe (_unless_interrupted)
                 meta = self._meta(INTERRUPTED, INTERRUPTED)
             except Unlaunched as failure:
                 meta = self._unlaunched(failure)
-            self._stop(control)
-            meta["results"] = self._results()
+            ended = interrupts.count
+            self._stop(control, lambda: interrupts.since(ended))
+            merging = interrupts.count
+            whole = self.merging.step(lambda: interrupts.since(merging))
             if self.unlogged:
                 meta["unlogged"] = dict(self.unlogged)
-            logs = {name: read_log(self._log(name), name) for name in self.lifelines}
-            meta.update(merge(logs, self.lifelines, write))
+            meta.update(self.merging.placed())
+            meta["results"] = last.results()
+            if not whole:
+                meta["unmerged"] = True
         return meta
+
+    def _unless_interrupted(self) -> None:
+        """A signal counted already ends the run here, before the next stage."""
+        if self.interrupts.count:
+            raise KeyboardInterrupt
 
     def _keep(self) -> None:
         """Make the logs' folder and write what ``cpl merge`` needs to rebuild the trace
@@ -152,12 +194,15 @@ class Supervisor:
             raise TraceError(f"cannot keep the run's logs: {error.strerror or error}",
                              self.folder) from None
 
+    def _header(self) -> dict:
+        return {key: list(value) if isinstance(value, tuple) else value
+                for key, value in self.plan.header(self.inputs).items()}
+
     def _parts(self) -> Parts:
-        header = {key: list(value) if isinstance(value, tuple) else value
-                  for key, value in self.plan.header(self.inputs).items()}
-        return Parts(self.folder, header, {"choreography": self.plan.name, "seed": self.seed,
-                                           "inputs": dict(self.inputs), "run": self.run_id,
-                                           "processes": True})
+        return Parts(self.folder, self._header(), {
+            "choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
+            "run": self.run_id, "processes": True}, reported={
+                name: list(names) for name, names in self.plan.choreography.results.items()})
 
     def _log(self, name: str) -> str:
         return log_of(self.folder, self.lifelines.index(name))
@@ -181,13 +226,28 @@ class Supervisor:
     def _watch(self, control, began: float) -> dict:
         """Until the run ends: ``start`` once every lifeline said hello; pings to each from
         its hello on (a lifeline waiting for a late join knows we live); an end looked for
-        after every frame and every 0.1 s."""
+        after every frame and every 0.1 s; the logs merged every ``MERGE_EVERY`` s (at
+        once again while a merge is behind, in slices: the frames are heard meanwhile)."""
         deadline = None if self.timeout is None else began + self.timeout
-        pinged = time.monotonic()
+        pinged = merged = time.monotonic()
+        poller = zmq.Poller()
+        poller.register(control, zmq.POLLIN)
+        woken = self.interrupts.wake_fd()
+        if woken is not None:
+            poller.register(woken, zmq.POLLIN)
+        behind, lagging = False, None  # since when the merge is behind the logs
         while True:
-            if control.poll(100):
+            if dict(poller.poll(0 if behind else 100)).get(control):
                 self._hear(control, self.endpoints)
+            if self.interrupts.count:
+                self.interrupts.drain()
+                return self._meta(INTERRUPTED, INTERRUPTED)
             now = time.monotonic()
+            if behind or now - merged > MERGE_EVERY:
+                behind = not self._merge_for(MERGE_SLICE)
+                merged = now
+                lagging = (lagging or now) if behind else None
+                self._hold(lagging is not None and now - lagging > MERGE_LAG)
             if self.started_at is None and len(self.endpoints) == len(self.lifelines):
                 for name in self.lifelines:
                     self._send(control, name, Start(self.endpoints))
@@ -205,24 +265,47 @@ class Supervisor:
                 return self._meta(DEADLOCK, deadlocked(w for r in self.reports.values()
                                                        for w in r.waiting))
 
-    def _stop(self, control) -> None:
+    def _hold(self, held: bool) -> None:
+        """Pause the lifelines the launchers can pause while the merge catches up with
+        their logs (``MERGE_LAG``), so that what is left to merge at a stop stays small;
+        resume them once it has.  A paused lifeline's silence is no death."""
+        if held == self.held:
+            return
+        self.held = held
+        for launcher in self.launchers:
+            launcher.hold(held)
+        if not held:
+            now = time.monotonic()
+            for name in self.beats:
+                self.beats[name] = now
+
+    def _merge_for(self, seconds: float) -> bool:
+        """Merge what the logs hold for at most ``seconds``; whether it was all."""
+        until = time.monotonic() + seconds
+        return self.merging.step(lambda: time.monotonic() > until)
+
+    def _stop(self, control, hurry) -> None:
         """Say ``stop``; hear the last words (final reports, shipped log lines) of every
-        lifeline that said hello, for at most ``STOP_GRACE``; the launchers end the rest."""
-        deadline = time.monotonic() + STOP_GRACE
-        for name in self.lifelines:
-            self._send(control, name, Stop())
-        self._last_words(control, deadline)
+        lifeline that said hello, for at most ``STOP_GRACE`` or until ``hurry()``, merging
+        meanwhile; the launchers end the rest."""
+        self._hold(False)  # a paused lifeline could not say its last words
+        if control is not None:
+            deadline = time.monotonic() + STOP_GRACE
+            for name in self.lifelines:
+                self._send(control, name, Stop())
+            self._last_words(control, deadline, hurry)
         for launcher in self.launchers:
             launcher.stop()
 
-    def _last_words(self, control, deadline: float) -> None:
+    def _last_words(self, control, deadline: float, hurry) -> None:
         """Until ``deadline``, or until every lifeline that said hello (the others cannot
-        hear ``stop``) has given its final report or ended.  A lifeline that ships its log
-        is done only at its final report, which follows its last lines on the same socket
-        (its process may end, a Ray actor's call return, with lines still on the way), and
-        while its lines keep coming the deadline moves on, within ``SUPERVISOR_SILENCE``."""
+        hear ``stop``) has given its final report or ended, or ``hurry()``.  A lifeline
+        that ships its log is done only at its final report, which follows its last lines
+        on the same socket (its process may end, a Ray actor's call return, with lines
+        still on the way), and while its lines keep coming the deadline moves on, within
+        ``SUPERVISOR_SILENCE``."""
         limit = time.monotonic() + SUPERVISOR_SILENCE
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not hurry():
             ended = {name: code for launcher in self.launchers
                      for name, code in launcher.ended().items()}
             finished = {name for name, code in ended.items()
@@ -230,16 +313,13 @@ class Supervisor:
                 {name for name, report in self.reports.items() if report.final}
             if finished >= set(self.endpoints):
                 break
-            if control.poll(50):
+            if control.poll(20):
                 shipped = self.shipped
                 self._hear(control, {})
                 if self.shipped != shipped:
                     deadline = min(max(deadline, time.monotonic() + STOP_GRACE), limit)
+            self._merge_for(0.02)
         self._hear(control, {})  # what came with the last report
-
-    def _results(self) -> dict:
-        return {name: self.reports[name].results for name in self.lifelines
-                if name in self.reports}
 
     def _hear(self, control, endpoints: dict) -> None:
         """Take every control frame waiting now, each from the lifeline whose key signed it
@@ -300,7 +380,8 @@ class Supervisor:
             late = [name for name in self.lifelines if name not in self.endpoints
                     and now - self.joining[name][0] > self.joining[name][1]]
             return self._not_joined(late) if late else None
-        for name in self.lifelines:  # silent since the start: waiting for a join was no silence
+        for name in () if self.held else self.lifelines:  # silent since the start:
+            # waiting for a join was no silence, nor a pause of ours (_hold)
             silent = now - max(self.beats.get(name, now), self.started_at)
             if silent > SILENCE:
                 if any(launcher.alive(name) for launcher in self.launchers):
@@ -380,7 +461,6 @@ class Supervisor:
                   for name, where in launcher.places().items()}
         if places:
             meta["nodes"] = places
-        meta["results"] = self._results()
         rejected = {name: r.rejected for name, r in self.reports.items() if r.rejected}
         if rejected:
             meta["rejected_frames"] = rejected
@@ -388,13 +468,3 @@ class Supervisor:
             meta["rejected_control"] = dict(self.refused)
         return meta
 
-
-@contextlib.contextmanager
-def _sigterm_as_ctrl_c():
-    """SIGTERM (``kill``, a service manager) ends the run as Ctrl-C does: interrupted, and
-    the trace says so."""
-    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

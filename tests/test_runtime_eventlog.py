@@ -123,3 +123,42 @@ def test_a_frame_never_waits_behind_a_long_action(pair):
         acting.join()
     finally:
         queue.close()
+
+
+@pytest.mark.parametrize("closed", [False, True], ids=["killed", "closed"])
+def test_a_log_read_while_written_gives_what_it_holds_once_written(tmp_path, closed):
+    """The supervisor merges the logs as the lifelines write them (``LogTail``): read
+    concurrently with a writer as fast as it can go (windows moving, lines longer than a
+    read), then after the writer is killed or closes its log, the events taken are
+    exactly those ``read_log`` finds once the writer has stopped, in order, none cut."""
+    from cpl.trace.merge import LogTail
+    path = tmp_path / "0.jsonl"
+    child = os.fork()
+    if child == 0:  # pragma: no cover - the writer, killed or ending on its own
+        log = EventLog(str(path), window=8192)
+        for index in range(1, 6000 if closed else 1_000_000):
+            log.write(_event(index, "y" * (index % 300) + ("z" * 70_000 if index % 997 == 0
+                                                           else "")))
+        log.close()
+        os._exit(0)
+    tail, taken = LogTail(str(path), "A"), []
+    deadline = time.monotonic() + (30 if closed else 0.4)
+    while time.monotonic() < deadline:
+        event = tail.take()
+        if event is None:
+            if closed and os.waitpid(child, os.WNOHANG)[0]:
+                child = 0
+                break
+            time.sleep(0.0005)
+        else:
+            taken.append(event)
+    if child:
+        os.kill(child, signal.SIGKILL)
+        os.waitpid(child, 0)
+    taken.extend(iter(tail.take, None))  # what is left once the writer has stopped
+    tail.close()
+    written = list(read_log(str(path), "A"))
+    assert taken == written and len(written) == _lines(path) > 100
+    assert [e["id"] for e in taken] == [f"A.{i}" for i in range(1, len(taken) + 1)]
+    if closed:
+        assert len(taken) == 5999

@@ -11,11 +11,14 @@ so.  A write that fails (a full disk, a file size limit) says how far it got.
 from __future__ import annotations
 
 import errno
+import json
 import os
+import re
 import shlex
 from pathlib import Path
 
 from ..errors import TraceError
+from .codec import read_limit
 
 PARTS_SUFFIX = ".parts"
 _NO_ROOM = frozenset((errno.ENOSPC, errno.EFBIG, errno.EDQUOT))  # a full disk, a size limit
@@ -54,3 +57,46 @@ def cut_short(error: OSError, origin: str, written: int, queued: int) -> TraceEr
         size = "?"
     return TraceError(f"cannot write the trace: {cause}; written: {size} bytes (at least "
                       f"{written:,} of {queued:,} events)", origin)
+
+
+_TAIL = 1 << 16  # bytes read from a stream's end to find its end line (more if it is longer)
+_END_LINE = re.compile(rb'\s*\{\s*"end"\s*:')
+
+
+def stream_end(path) -> dict | None:
+    """The ``meta`` of a ``.jsonl`` stream's end line, read from the file's last bytes (a
+    reader meets it only after every event); ``None`` if it has none (the run was cut
+    off) or it cannot be read.  Only looked at: the reader checks it."""
+    try:
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            tail = _TAIL
+            while True:
+                handle.seek(max(0, size - tail))
+                lines = handle.read(tail).rstrip().rsplit(b"\n", 1)
+                if len(lines) == 2 or tail >= size or tail >= read_limit():
+                    break
+                tail *= 8  # the end line is longer than what was read
+    except (OSError, ValueError):
+        return None
+    if not _END_LINE.match(lines[-1]):
+        return None
+    try:
+        end = json.loads(lines[-1]).get("end")
+    except (ValueError, RecursionError, AttributeError):
+        return None
+    return end if isinstance(end, dict) else None
+
+
+def left_in(folder) -> bool:
+    """Whether the parts ``folder`` holds a log with an event in it (its first line)."""
+    try:
+        names = [entry.name for entry in os.scandir(folder)
+                 if entry.name.endswith(".jsonl") and entry.name[:-6].isdigit()]
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as handle:
+                if handle.read(1) == b"{":
+                    return True
+    except (OSError, ValueError):
+        return False
+    return False

@@ -53,10 +53,12 @@ _SCALARS = (str, int, bool, type(None))
 
 
 def _plain(value) -> bool:
-    """A scalar, or an object of scalars (the usual ``set`` and ``vc``): nothing to walk."""
+    """A scalar, or an object of scalars (the usual ``set`` and ``vc``), or a finite float
+    (the usual ``time``): nothing to walk."""
     kind = type(value)
     return kind in _SCALARS or (kind is dict and all(type(item) in _SCALARS
-                                                     for item in value.values()))
+                                                     for item in value.values())) \
+        or kind is float and value - value == 0.0
 
 
 def _problem(value) -> str | None:

@@ -24,12 +24,12 @@ _WHERE = {"Stale": "i", "Phantom": "i", "Cascade": "j", "Residue": "j", "Reorder
 
 
 def cmd_detect(args) -> int:
-    from cpl.trace import load_trace
+    from .traces import read_trace
     if args.no_detectors and not args.detect:
         raise UsageError("--no-detectors leaves nothing to run: add --detect MODULE:FUNCTION")
     # a spec that does not load: said before the trace is read; names as cpl explore gives
     user = yours(args.detect, () if args.no_detectors else _catalog_names())
-    trace = load_trace(args.trace, lambda text: complain(f"warning: {text}"))
+    trace = read_trace(args.trace, lambda text: complain(f"warning: {text}"), whole=True)
     found: dict[str, list[dict]] = {}
     failed = False
     if not args.no_detectors:

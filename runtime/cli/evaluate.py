@@ -26,6 +26,7 @@ from .usage import EXIT_FAILED, EXIT_OK, complain, for_terminal
 def cmd_eval(args) -> int:
     from cpl.monitor import evaluations
     from cpl.trace import Trace, open_trace
+    from .traces import read_trace
 
     def warn(text: str) -> None:
         complain(f"warning: {text}")
@@ -33,13 +34,13 @@ def cmd_eval(args) -> int:
     stepped = args.guard is not None and args.engine == "monitor" and args.format == "jsonl"
     if stepped:
         notes: list = []  # the trace's warnings, told only if this pass is the one that counts
-        source = open_trace(args.trace, notes.append, pending=True)
+        source = read_trace(args.trace, notes.append, pending=True)
         if not isinstance(source, Trace):
             if _eval_stepped(args, source, notes, warn):
                 return EXIT_OK
             source = open_trace(args.trace, warn)  # from the start, checked before evaluated
     else:
-        source = open_trace(args.trace, warn)
+        source = read_trace(args.trace, warn)
     streamed = not isinstance(source, Trace)
     check_lifeline(args.lifeline, source.lifelines, "the trace")
     if args.guard is None:

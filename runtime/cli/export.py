@@ -55,7 +55,7 @@ def _summary(trace, requests) -> str:
 
 def cmd_export(args) -> int:
     from cpl.export import MissingExtra, endpoint_url, otlp_batches, otlp_json, require_sdk
-    from cpl.trace import load_trace
+    from .traces import read_trace
 
     if args.otlp is None and args.endpoint is None:
         raise UsageError("say where the spans go: --otlp OUT.json and/or --endpoint URL")
@@ -74,7 +74,7 @@ def cmd_export(args) -> int:
     try:
         require_sdk()  # before the trace is read: a missing extra is the first thing said
         headers = _headers(args.header) if url is not None else {}
-        trace = load_trace(args.trace, lambda text: complain(f"warning: {text}"))
+        trace = read_trace(args.trace, lambda text: complain(f"warning: {text}"), whole=True)
         try:
             anchor = os.stat(args.trace).st_mtime_ns
         except OSError:

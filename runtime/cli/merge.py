@@ -35,7 +35,8 @@ def cmd_merge(args) -> int:
         return EXIT_FAILED
     header, what = source.header, source.what
     lifelines = tuple(header["lifelines"])
-    _may_replace(args.output, what if source.is_parts else None, args.force)
+    _may_replace(args.output, what if source.is_parts else None, args.force,
+                 source.meta.get("run") if source.is_parts else None)
     temporary = _beside(args.output)
     try:
         try:
@@ -45,8 +46,15 @@ def cmd_merge(args) -> int:
         except ValueError as error:
             raise TraceError(f"{what}: its header cannot be written: {error}") from None
         with writer:
-            placed = merge_logs(source.logs, lifelines, writer.write)
-            writer.close({**source.meta, **placed})
+            last = None
+            if source.reported is not None:  # results as the trace has them (runtime.results)
+                from ..results import LastValues
+                last = LastValues(lifelines, header.get("init"), source.reported)
+            placed = merge_logs(source.logs, lifelines, _seen(writer.write, last))
+            if last is not None:
+                placed["results"] = last.results()
+            meta = {key: value for key, value in source.meta.items() if key != "unmerged"}
+            writer.close({**meta, **placed})  # whole now
         try:
             trace = open_trace(temporary, lambda _: None)
             count = len(trace.events) if isinstance(trace, Trace) \
@@ -103,6 +111,7 @@ class _Source:
     meta: dict
     what: str
     is_parts: bool  # a run's parts folder (else agents' logs)
+    reported: dict | None = None  # a run's: lifeline -> the variables it reports
 
 
 def _source(paths: list[str]) -> _Source | None:
@@ -128,7 +137,7 @@ def _source(paths: list[str]) -> _Source | None:
             "from the lifelines' logs")}
         return _Source(parts.header, {name: read_log(log, name)
                                       for name, log in parts.logs().items()},
-                       ended, parts.folder, True)
+                       ended, parts.folder, True, parts.reported)
     try:
         agents = AgentLogs.collect(paths)
     except TraceError as error:
@@ -138,16 +147,28 @@ def _source(paths: list[str]) -> _Source | None:
     return _Source(agents.trace_header, agents.events(), agents.meta(), what, False)
 
 
-def _may_replace(output: str, folder: str | None, force: bool) -> None:
-    """TRACE may be replaced if it is new, empty, or the unfinished trace of the parts in
-    ``folder`` (``None``: agents' logs, which have no trace of their own yet)."""
+def _seen(write, last):
+    """``write``, and each event shown to ``last`` first (if any)."""
+    if last is None:
+        return write
+
+    def both(event) -> None:
+        last.see(event)
+        write(event)
+    return both
+
+
+def _may_replace(output: str, folder: str | None, force: bool, run=None) -> None:
+    """TRACE may be replaced if it is new, empty, or the trace of the parts in ``folder``
+    (``None``: agents' logs, which have no trace of their own yet) that is unfinished or
+    whose merge was cut short (``meta.unmerged``) in the same ``run``: the parts hold more."""
     from cpl.trace import parts_of
     try:
         if not os.path.lexists(output) or os.path.getsize(output) == 0 or force:
             return
         ours = folder is not None and \
             os.path.realpath(parts_of(output)) == os.path.realpath(folder)
-        if ours and not _finished(output):
+        if ours and (not _finished(output) or run is not None and _cut_short(output, run)):
             return
     except (OSError, ValueError) as error:
         raise UsageError(f"-o {output}: cannot look at it: "
@@ -156,6 +177,21 @@ def _may_replace(output: str, folder: str | None, force: bool) -> None:
            else "a file already" if folder is None
            else "not the unfinished trace of these parts")
     raise UsageError(f"-o {output}: it is {why}; give --force to replace it")
+
+
+def _cut_short(path: str, run) -> bool:
+    """Whether a finished trace says its merge was cut short (``meta.unmerged``), in ``run``."""
+    from cpl.trace import Trace, load_trace
+    from cpl.trace.recovery import stream_end
+    if path.lower().endswith(".jsonl"):
+        meta = stream_end(path)
+    else:
+        try:
+            trace = load_trace(path, lambda _: None)
+        except TraceError:
+            return False
+        meta = trace.meta if isinstance(trace, Trace) else None
+    return isinstance(meta, dict) and bool(meta.get("unmerged")) and meta.get("run") == run
 
 
 def _finished(path: str) -> bool:

@@ -78,6 +78,19 @@ def cmd_run(args) -> int:
 
 
 def _run(args, plan, inputs, trace_path, render_format) -> int:
+    # A run over processes counts Ctrl-C and SIGTERM from before its trace opens until its
+    # parts are removed (runtime.interrupts): none lands inside a line of the trace.
+    from ..interrupts import Interrupts
+    with contextlib.nullcontext() if args.sim else Interrupts() as interrupts:
+        code = _recorded(args, plan, inputs, trace_path, interrupts)
+    if args.render:
+        code = _render_run(trace_path, args.render, render_format, args.values,
+                           args.ids) or code
+    return code
+
+
+def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
+    """The run with its trace written, results printed: its exit code."""
     from choreo.status import EXIT_CODES
     from cpl.trace import TraceWriter, parts_of
 
@@ -93,12 +106,8 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
         except TraceError as error:
             raise UsageError(f"--{'trace' if args.trace else 'render'}: {error}") from None
     lost: list[TraceError] = []  # the write that failed: the run goes on, its results count
-    # What each lifeline's events set: a killed lifeline's last report may predate them.
-    seen: dict[str, dict] = {}
 
     def write(event) -> None:
-        if event.set:
-            seen.setdefault(event.lifeline, {}).update(event.set)
         if writer is not None and not lost:
             try:
                 writer.write(event)
@@ -136,11 +145,9 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
                                     secure=not args.insecure, timeout=args.timeout,
                                     host=listen, launchers=launchers, parts=parts)
-            meta = supervisor.run(write)
+            meta = supervisor.run(write, interrupts)  # its results: the trace's last values
             results = meta.get("results", {})
         dead = (meta.get("died") or {}).get("lifeline")  # killed: it may have had no time
-        if dead is not None:
-            results = {**results, dead: {**results.get(dead, {}), **seen.get(dead, {})}}
         for lifeline in plan.lifelines:  # results first, then the trace
             names = plan.choreography.reported_names(lifeline, results.get(lifeline, {}))
             got = results.get(lifeline, {})
@@ -152,25 +159,29 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
                 writer.close(meta)
             except TraceError as error:
                 lost.append(error)
+    unmerged = meta.get("unmerged") and args.trace and not lost
     if meta["status"] != "ok":
         print(f"cpl run: {meta.get('error', meta['status'])}"
               + (f"\n{meta['traceback']}" if meta.get("traceback") else "")  # an action's own
-              + (f"\n  (trace written to {args.trace})" if args.trace and not lost else ""),
-              file=sys.stderr)
+              + (f"\n  (trace written to {args.trace})" if args.trace and not lost
+                 and not unmerged else ""), file=sys.stderr)
     code = EXIT_CODES[meta["status"]]
-    if lost:
+    if lost or unmerged:
         from ..parts import keep_end
         if parts:
-            keep_end(parts, meta)
+            keep_end(parts, meta)  # how the run ended, for cpl merge
+    if lost:
         print(f"cpl run: {lost[0]}" + (f"\n  the lifelines' logs are kept in {parts}: "
                                        f"`{_merge(parts, args.trace)}` rebuilds the trace "
                                        f"once there is room" if parts else ""), file=sys.stderr)
         code = code or 1
+    elif unmerged:
+        print(f"cpl run: stopped while merging: {args.trace} lacks events the lifelines "
+              f"logged; `{_merge(parts, args.trace)}` writes the whole trace",
+              file=sys.stderr)
+        code = code or 130
     elif parts:
         shutil.rmtree(parts, ignore_errors=True)  # the trace is whole: its parts are done
-    if args.render:
-        code = _render_run(trace_path, args.render, render_format, args.values,
-                           args.ids) or code
     return code
 
 

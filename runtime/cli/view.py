@@ -19,6 +19,7 @@ from typing import Iterable, Iterator
 from cpl.errors import TraceError
 
 from .arguments import add_command, add_format, add_predicates, add_trace_file
+from .traces import read_trace
 from .usage import EXIT_OK, UsageError, complain, for_terminal, json_for_terminal
 
 
@@ -36,7 +37,6 @@ def _predicates(args, trace):
 def cmd_render(args) -> int:
     """A stream is read keeping only the drawn window (``cpl.view.render_parts``); the
     picture is written as its parts come."""
-    from cpl.trace import open_trace
     from cpl.view import FORMATS, NoSuchEvent, format_of, missing, render_parts
     form = args.format or format_of(args.output)
     if form is None:
@@ -45,7 +45,7 @@ def cmd_render(args) -> int:
     lacking = missing(form)
     if lacking is not None:  # before the trace is read: a big one takes a while
         raise UsageError(f"-o {args.output}: {lacking}")
-    source = open_trace(args.trace, _warn)
+    source = read_trace(args.trace, _warn)
     if args.max_rows < 0:
         raise UsageError("--max-rows: give 0 (no limit) or a positive number of rows")
     predicates = _predicates(args, source) if form == "html" else None
@@ -97,8 +97,8 @@ def write_atomically(path: str, data: Iterable[bytes]) -> None:
 def cmd_explain(args) -> int:
     """A stream is read keeping only its last events up to EVENT (``explain_stream``)."""
     from cpl.semantics import ExplainError, explain, explain_stream
-    from cpl.trace import Trace, open_trace
-    source = open_trace(args.trace, _warn)
+    from cpl.trace import Trace
+    source = read_trace(args.trace, _warn)
     predicates = _predicates(args, source)
     schema = None
     if args.guard is not None:
