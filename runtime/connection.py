@@ -43,6 +43,17 @@ class Keys:
         public, secret = zmq.curve_keypair()
         return public.decode("ascii"), secret.decode("ascii")
 
+    @classmethod
+    def for_run(cls, lifelines, own: dict[str, str]) -> dict[str, Keys]:
+        """Every lifeline's keys, and the supervisor's (``""``): a pair made here for each,
+        but for the lifelines that made their own where they run (``own``: only their
+        public key came here, their ``secret`` is ``""``)."""
+        pairs = {name: cls.pair() for name in ("", *lifelines) if name not in own}
+        public = {name: own[name] if name in own else pairs[name][0] for name in lifelines}
+        return {name: cls(public[name] if name else pairs[""][0],
+                          pairs[name][1] if name in pairs else "", pairs[""][0], public)
+                for name in ("", *lifelines)}
+
 
 @attrs.frozen
 class Connection:

@@ -33,31 +33,26 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import itertools
 import os
 import secrets
-import signal
 import tempfile
 import time
 
 import zmq
 
 from choreo.fingerprint import fingerprint
-from choreo.status import (DEADLOCK, DIED, FAILED, INTERRUPTED, NOT_JOINED, OK, TIMEOUT,
-                           UNRESPONSIVE, deadlocked, run_meta, timed_out)
+from choreo.status import (DEADLOCK, FAILED, INTERRUPTED, OK, TIMEOUT, deadlocked, run_meta,
+                           timed_out)
 from cpl.errors import TraceError
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE, Beat, Hello,
-                      Log, Probe, Refused, Start, State, Stop, heard, quiet, send)
-from cpl.trace.merge import LogTail, Merging
+                      Log, Probe, Refused, Start, State, Stop, heard, send)
+from .following import Following
 from .interrupts import Interrupts
 from .launchers import Launcher, LocalProcesses, Unlaunched
 from .parts import Parts, log_of
 from .results import LastValues
-
-MERGE_EVERY = 0.05  # seconds between two merges of the logs into the trace, while it runs
-MERGE_SLICE = 0.02  # seconds a merge goes on before the control frames are heard again
-MERGE_LAG = 0.25  # seconds the merge may stay behind the logs before the lifelines wait
+from .verdicts import ProbeWaves, Verdict, died, not_joined, unlaunched, unresponsive
 
 
 class Supervisor:
@@ -83,8 +78,7 @@ class Supervisor:
         self.routes: dict[str, bytes] = {}  # lifeline -> its control socket, from its hello
         self.refused: collections.Counter = collections.Counter()  # control frames, by reason
         self.wrong_plan: str | None = None  # why a lifeline's hello was refused, if one was
-        self.waves = itertools.count(1)
-        self.wave: tuple[int, tuple] | None = None  # a probe wave out, and the counts it checks
+        self.waves = ProbeWaves()
         self.endpoints: dict[str, str] = {}  # lifeline -> its inbox, from its hello
         self.connections: dict[str, Connection] = {}  # as the launchers handed them out
         self.shipping: set[str] = set()  # lifelines that send their log lines to us
@@ -93,25 +87,12 @@ class Supervisor:
         self.parts = parts  # the folder for the lifelines' logs, if not a temporary one
         self.folder = ""  # the folder of the lifelines' logs, while the run goes
         self.unlogged: collections.Counter = collections.Counter()  # lost shipped lines
-        self.held = False  # the lifelines paused while the merge catches up (_hold)
         self.shipped = 0  # shipped log lines heard
-
-    def _keys(self) -> dict:
-        """Every lifeline's keys, and the supervisor's (``""``): a pair made here for each,
-        but for the lifelines whose launcher says they made their own where they run (only
-        the public key came here; their ``secret`` is ``""``)."""
-        own = {name: key for launcher in self.launchers
-               for name, key in launcher.public_keys().items()}
-        pairs = {name: Keys.pair() for name in ("", *self.lifelines) if name not in own}
-        public = {name: own[name] if name in own else pairs[name][0] for name in self.lifelines}
-        return {name: Keys(public[name] if name else pairs[""][0],
-                           pairs[name][1] if name in pairs else "", pairs[""][0], public)
-                for name in ("", *self.lifelines)}
 
     def run(self, write, interrupts: Interrupts | None = None) -> dict:
         """Run to the end, writing each merged event with ``write``; returns the meta.
 
-        The logs are merged into the trace as the run goes (``MERGE_EVERY``), so what is
+        The logs are merged into the trace as the run goes (``Following``), so what is
         left to merge when it stops is small.  SIGINT and SIGTERM are counted by
         ``interrupts`` (its caller's, which outlasts this call; else one of ours), never
         raised: the first ends the run, one during the stop hurries it, one during the
@@ -138,11 +119,8 @@ class Supervisor:
             def logged(event) -> None:
                 last.see(event)
                 write(event)
-            tails = {name: LogTail(self._log(name), name) for name in self.lifelines}
-            for tail in tails.values():
-                scope.callback(tail.close)
-            self.merging = Merging(self.lifelines, logged,
-                                   {name: tail.take for name, tail in tails.items()})
+            self.following = Following({name: self._log(name) for name in self.lifelines},
+                                       logged, self.launchers, scope)
             control = None
             try:
                 for launcher in self.launchers:  # before any thread or context: one may fork
@@ -155,7 +133,9 @@ class Supervisor:
                 control.linger = 0
                 control.maxmsgsize = MAX_CONTROL
                 if self.secure:
-                    self.keys = self._keys()
+                    self.keys = Keys.for_run(self.lifelines, {
+                        name: key for launcher in self.launchers
+                        for name, key in launcher.public_keys().items()})
                     scope.callback(authenticator(context, KeyRing(self.keys[""].lifelines)).stop)
                 secure_server(control, self.keys[""] if self.keys else None)
                 port = control.bind_to_random_port(f"tcp://{self.host}")
@@ -166,14 +146,14 @@ class Supervisor:
             except KeyboardInterrupt:  # ours, raised where it is safe (_unless_interrupted)
                 meta = self._meta(INTERRUPTED, INTERRUPTED)
             except Unlaunched as failure:
-                meta = self._unlaunched(failure)
+                meta = self._verdict(unlaunched(failure))
             ended = interrupts.count
             self._stop(control, lambda: interrupts.since(ended))
             merging = interrupts.count
-            whole = self.merging.step(lambda: interrupts.since(merging))
+            whole = self.following.merging.step(lambda: interrupts.since(merging))
             if self.unlogged:
                 meta["unlogged"] = dict(self.unlogged)
-            meta.update(self.merging.placed())
+            meta.update(self.following.merging.placed())
             meta["results"] = last.results()
             if not whole:
                 meta["unmerged"] = True
@@ -226,28 +206,24 @@ class Supervisor:
     def _watch(self, control, began: float) -> dict:
         """Until the run ends: ``start`` once every lifeline said hello; pings to each from
         its hello on (a lifeline waiting for a late join knows we live); an end looked for
-        after every frame and every 0.1 s; the logs merged every ``MERGE_EVERY`` s (at
-        once again while a merge is behind, in slices: the frames are heard meanwhile)."""
+        after every frame and every 0.1 s; the logs merged as they grow (``Following``,
+        in slices: the frames are heard meanwhile)."""
         deadline = None if self.timeout is None else began + self.timeout
-        pinged = merged = time.monotonic()
+        pinged = time.monotonic()
         poller = zmq.Poller()
         poller.register(control, zmq.POLLIN)
         woken = self.interrupts.wake_fd()
         if woken is not None:
             poller.register(woken, zmq.POLLIN)
-        behind, lagging = False, None  # since when the merge is behind the logs
         while True:
-            if dict(poller.poll(0 if behind else 100)).get(control):
+            if dict(poller.poll(0 if self.following.behind else 100)).get(control):
                 self._hear(control, self.endpoints)
             if self.interrupts.count:
                 self.interrupts.drain()
                 return self._meta(INTERRUPTED, INTERRUPTED)
             now = time.monotonic()
-            if behind or now - merged > MERGE_EVERY:
-                behind = not self._merge_for(MERGE_SLICE)
-                merged = now
-                lagging = (lagging or now) if behind else None
-                self._hold(lagging is not None and now - lagging > MERGE_LAG)
+            if self.following.keep_up(now):
+                self._forgive_pause()
             if self.started_at is None and len(self.endpoints) == len(self.lifelines):
                 for name in self.lifelines:
                     self._send(control, name, Start(self.endpoints))
@@ -261,34 +237,23 @@ class Supervisor:
                 return ended
             if deadline is not None and now > deadline:
                 return self._meta(TIMEOUT, timed_out(self.timeout))
-            if self._deadlock(control):
+            reports = [self.reports.get(name) for name in self.lifelines]
+            if self.waves.deadlocked(reports, lambda wave: self._probe(control, wave)):
                 return self._meta(DEADLOCK, deadlocked(w for r in self.reports.values()
                                                        for w in r.waiting))
 
-    def _hold(self, held: bool) -> None:
-        """Pause the lifelines the launchers can pause while the merge catches up with
-        their logs (``MERGE_LAG``), so that what is left to merge at a stop stays small;
-        resume them once it has.  A paused lifeline's silence is no death."""
-        if held == self.held:
-            return
-        self.held = held
-        for launcher in self.launchers:
-            launcher.hold(held)
-        if not held:
-            now = time.monotonic()
-            for name in self.beats:
-                self.beats[name] = now
-
-    def _merge_for(self, seconds: float) -> bool:
-        """Merge what the logs hold for at most ``seconds``; whether it was all."""
-        until = time.monotonic() + seconds
-        return self.merging.step(lambda: time.monotonic() > until)
+    def _forgive_pause(self) -> None:
+        """The lifelines were paused (``Following.hold``): their silence was no death."""
+        now = time.monotonic()
+        for name in self.beats:
+            self.beats[name] = now
 
     def _stop(self, control, hurry) -> None:
         """Say ``stop``; hear the last words (final reports, shipped log lines) of every
         lifeline that said hello, for at most ``STOP_GRACE`` or until ``hurry()``, merging
         meanwhile; the launchers end the rest."""
-        self._hold(False)  # a paused lifeline could not say its last words
+        if self.following.hold(False):  # a paused lifeline could not say its last words
+            self._forgive_pause()
         if control is not None:
             deadline = time.monotonic() + STOP_GRACE
             for name in self.lifelines:
@@ -318,7 +283,7 @@ class Supervisor:
                 self._hear(control, {})
                 if self.shipped != shipped:
                     deadline = min(max(deadline, time.monotonic() + STOP_GRACE), limit)
-            self._merge_for(0.02)
+            self.following.merge_for(0.02)
         self._hear(control, {})  # what came with the last report
 
     def _hear(self, control, endpoints: dict) -> None:
@@ -362,6 +327,10 @@ class Supervisor:
                 pass
         self.unlogged[name] += len(lines)
 
+    def _probe(self, control, wave: int) -> None:
+        for name in self.lifelines:
+            self._send(control, name, Probe(wave))
+
     def _send(self, control, name: str, message) -> None:
         """To the control socket ``name`` said hello from (its key checked); nothing before."""
         route = self.routes.get(name)
@@ -375,18 +344,21 @@ class Supervisor:
             for name, code in launcher.ended().items():
                 report = self.reports.get(name)
                 if report is None or report.state != "end" or code != 0:
-                    return self._died(name, code, launcher.why(name) or "its process exited")
+                    return self._verdict(died(name, code, launcher.why(name) or "its process exited"))
         if self.started_at is None:
             late = [name for name in self.lifelines if name not in self.endpoints
                     and now - self.joining[name][0] > self.joining[name][1]]
-            return self._not_joined(late) if late else None
-        for name in () if self.held else self.lifelines:  # silent since the start:
-            # waiting for a join was no silence, nor a pause of ours (_hold)
+            if late:
+                return self._verdict(not_joined(
+                    late, max(self.joining[name][1] for name in late)))
+            return None
+        for name in () if self.following.held else self.lifelines:  # silent since the start:
+            # waiting for a join was no silence, nor a pause of ours (Following.hold)
             silent = now - max(self.beats.get(name, now), self.started_at)
             if silent > SILENCE:
                 if any(launcher.alive(name) for launcher in self.launchers):
-                    return self._unresponsive(name, silent)
-                return self._died(name, None, f"no heartbeat for {SILENCE:g} s")
+                    return self._verdict(unresponsive(name, silent))
+                return self._verdict(died(name, None, f"no heartbeat for {SILENCE:g} s"))
         ends = [self.reports.get(name) for name in self.lifelines]
         failed = [n for n, r in zip(self.lifelines, ends) if r is not None and r.status == FAILED]
         if failed:  # one lifeline cannot go on: the run has failed, whatever the others do
@@ -395,62 +367,10 @@ class Supervisor:
             return self._meta(OK)
         return None
 
-    def _deadlock(self, control) -> bool:
-        """Mattern's counting in two waves: the reports are ``quiet``, a probe wave asks every
-        lifeline again, and every answer to it is quiet with the same counts."""
-        reports = [self.reports.get(name) for name in self.lifelines]
-        counts = quiet(reports)
-        if counts is None:
-            self.wave = None
-            return False
-        if self.wave is None:
-            wave = next(self.waves)
-            for name in self.lifelines:
-                self._send(control, name, Probe(wave))
-            self.wave = (wave, counts)
-            return False
-        wave, before = self.wave
-        if counts != before:  # something happened since the wave left: start another
-            self.wave = None
-            return False
-        if any(r.probe != wave for r in reports):
-            return False  # not every answer is in yet
-        self.wave = None
-        return True
-
-    def _died(self, name: str, code, why: str) -> dict:
-        signal_number = -code if code is not None and code < 0 else None
-        meta = self._meta(DIED, f"lifeline {name} died: {why}"
-                          + (f" (signal {signal.Signals(signal_number).name})"
-                             if signal_number else f" (exit status {code})" if code else ""))
-        meta["died"] = {"lifeline": name, "exit": None if signal_number else code,
-                        "signal": signal_number}
+    def _verdict(self, verdict: Verdict) -> dict:
+        meta = self._meta(verdict.status, verdict.error)
+        meta.update(verdict.facts)
         return meta
-
-    def _unresponsive(self, name: str, silent: float) -> dict:
-        """Its process is there but says nothing (an action holding the interpreter's lock,
-        SIGSTOP): not dead, and the run cannot go on with it either."""
-        meta = self._meta(UNRESPONSIVE, f"lifeline {name} is unresponsive: its process is "
-                          f"alive but silent for {silent:.1f} s (an action holding the "
-                          f"interpreter, or a stopped process)")
-        meta["unresponsive"] = {"lifeline": name, "silent": round(silent, 1)}
-        return meta
-
-    def _not_joined(self, names: list[str], waited: float | None = None,
-                    what: str = "no hello") -> dict:
-        if waited is None:
-            waited = max(self.joining[name][1] for name in names)
-        meta = self._meta(NOT_JOINED, f"not joined: {', '.join(names)} ({what} within "
-                          f"{waited:g} s)")
-        meta["not_joined"] = names
-        return meta
-
-    def _unlaunched(self, failure: Unlaunched) -> dict:
-        """A launcher could not bring its lifelines up: one died first, or some were never
-        placed (a Ray actor no node can take)."""
-        for name, why in failure.dead.items():
-            return self._died(name, None, why)
-        return self._not_joined(failure.late, failure.waited, "not started")
 
     def _meta(self, status: str, error: str | None = None, **facts) -> dict:
         meta = run_meta(self.plan.name, self.seed, self.inputs, status, error, run=self.run_id,

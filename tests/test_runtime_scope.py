@@ -25,6 +25,7 @@ import warnings
 import pytest
 import zmq
 
+import runtime.following as following
 import runtime.launchers as launchers
 import runtime.supervisor as supervisor
 from cpl.trace import load_trace
@@ -81,7 +82,7 @@ def _inject(monkeypatch, stage: str, kind: str) -> None:
             _fault(kind)
         monkeypatch.setattr(supervisor.Supervisor, "_last_words", last_words)
     elif stage == "merge":  # once the first event is in the trace
-        original = supervisor.Merging.__init__
+        original = following.Merging.__init__
 
         def merging(self, lifelines, write, sources):
             def write_then_fail(event):
@@ -89,7 +90,7 @@ def _inject(monkeypatch, stage: str, kind: str) -> None:
                 if not self.count:
                     _fault(kind)
             original(self, lifelines, write_then_fail, sources)
-        monkeypatch.setattr(supervisor.Merging, "__init__", merging)
+        monkeypatch.setattr(following.Merging, "__init__", merging)
 
 
 def _held() -> dict[str, str]:

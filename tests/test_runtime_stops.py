@@ -179,17 +179,18 @@ def test_ctrl_c_under_load_keeps_every_logged_event_and_prints_the_traces_result
 
 def test_a_second_ctrl_c_during_the_last_merge_says_so_and_cpl_merge_completes_the_trace(
         tmp_path, monkeypatch, capsys):
-    """Nothing merged while the run went (``_merge_for`` made idle), then a second
+    """Nothing merged while the run went (``Following.merge_for`` made idle), then a second
     Ctrl-C as the last merge begins: cpl run says in one line that the trace lacks events
     and names the command; every reader refuses the trace naming it; the command works as
     printed and the trace then holds every logged event."""
     import shlex
 
+    import runtime.following as following
     import runtime.supervisor as supervisor
     from runtime.cli import main
-    monkeypatch.setattr(supervisor.Supervisor, "_merge_for", lambda self, seconds: True)
+    monkeypatch.setattr(following.Following, "merge_for", lambda self, seconds: True)
     monkeypatch.chdir(tmp_path)
-    original = supervisor.Merging.step
+    original = following.Merging.step
     stopped = []
 
     def step(self, stop=None, every=256):
@@ -202,7 +203,7 @@ def test_a_second_ctrl_c_during_the_last_merge_says_so_and_cpl_merge_completes_t
     def stop_then_merge(self, control, hurry):
         original_stop(self, control, hurry)
         stopped.append("merging")
-    monkeypatch.setattr(supervisor.Merging, "step", step)
+    monkeypatch.setattr(following.Merging, "step", step)
     monkeypatch.setattr(supervisor.Supervisor, "_stop", stop_then_merge)
 
     def ctrl_c_soon():  # once the lifelines have logged a while: there is something to merge
@@ -246,10 +247,10 @@ def test_lifelines_wait_while_the_merge_catches_up_and_the_trace_stays_whole(
     lifelines and resumes them once it has caught up, again and again; the run still ends
     by its --timeout, not as a silent lifeline, with every logged event in its trace."""
     import runtime.launchers as launchers
-    import runtime.supervisor as supervisor
+    import runtime.following as following
     from runtime.cli import main
-    monkeypatch.setattr(supervisor, "MERGE_SLICE", 0.001)
-    monkeypatch.setattr(supervisor, "MERGE_LAG", 0.0)
+    monkeypatch.setattr(following, "MERGE_SLICE", 0.001)
+    monkeypatch.setattr(following, "MERGE_LAG", 0.0)
     holds = []
     original = launchers.LocalProcesses.hold
 

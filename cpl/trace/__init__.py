@@ -5,23 +5,28 @@
 check it; :class:`TraceWriter` is the only writer; :class:`Clocks` stamps
 vector clocks on recorded events; :func:`unwritable` says why a file could
 not be created; :func:`unfinished` words a trace whose run never ended while
-its lifelines' logs (:func:`parts_of`) are still there; :func:`merge_logs` merges
-per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way.
+its lifelines' logs (:func:`parts_of`, :func:`left_in`) are still there, and
+:func:`stream_end` reads a stream's end line alone; :func:`merge_logs` merges
+per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way, and
+:class:`Merging` does it as the logs grow (:class:`LogTail`); :class:`JsonLines`
+reads a stream line by line.
 """
 
 from ..lazy import face
 
-__all__ = ["Clocks", "Event", "KINDS", "SUFFIXES", "Trace", "TraceWriter", "dump_trace",
-           "encode_json", "load_trace", "merge_logs", "open_trace", "read_log", "parts_of",
-           "unfinished", "unwritable", "value_problem"]
+__all__ = ["Clocks", "Event", "JsonLines", "KINDS", "LogTail", "Merging", "SUFFIXES", "Trace",
+           "TraceWriter", "dump_trace", "encode_json", "left_in", "load_trace", "merge_logs",
+           "open_trace", "read_log", "parts_of", "stream_end", "unfinished", "unwritable",
+           "value_problem"]
 
 face(__name__, {
     ".clocks": "Clocks",
     ".codec": "LARGEST_INT SMALLEST_INT encode_json value_problem",
     ".files": "dump_trace load_trace open_trace",
-    ".merge": "merge:merge_logs read_log",
+    ".lines": "JsonLines",
+    ".merge": "merge:merge_logs read_log LogTail Merging",
     ".msc": "KINDS Event Trace",
     ".paths": "unwritable",
-    ".recovery": "parts_of unfinished",
+    ".recovery": "parts_of unfinished left_in stream_end",
     ".stream": "SUFFIXES TraceWriter",
 })

@@ -181,8 +181,7 @@ def _may_replace(output: str, folder: str | None, force: bool, run=None) -> None
 
 def _cut_short(path: str, run) -> bool:
     """Whether a finished trace says its merge was cut short (``meta.unmerged``), in ``run``."""
-    from cpl.trace import Trace, load_trace
-    from cpl.trace.recovery import stream_end
+    from cpl.trace import Trace, load_trace, stream_end
     if path.lower().endswith(".jsonl"):
         meta = stream_end(path)
     else:

@@ -32,9 +32,7 @@ def read_trace(path: str, warn, pending: bool = False, whole: bool = False):
 def told(path: str, source) -> None:
     """A note if the trace's run did not end ``ok``; a ``TraceError`` if its merge was cut
     short and its parts folder still holds the events it lacks."""
-    from cpl.trace import parts_of
-    from cpl.trace.lines import JsonLines
-    from cpl.trace.recovery import left_in, stream_end
+    from cpl.trace import JsonLines, left_in, parts_of, stream_end
     # A stream's end comes after its events: read from the file's end, before them
     meta = stream_end(path) if isinstance(source, JsonLines) else getattr(source, "meta", None)
     if not isinstance(meta, Mapping) or meta.get("cut_off"):

@@ -1,0 +1,90 @@
+"""How a run over processes ended, worded from facts alone: no socket, no process.
+
+The supervisor watches sockets and processes; what it concludes — a lifeline died,
+is unresponsive, never joined, or every lifeline waits on a message nobody sends —
+is decided and worded here, so each verdict can be tested without ZeroMQ.
+"""
+
+from __future__ import annotations
+
+import itertools
+import signal
+from collections.abc import Callable, Sequence
+
+import attrs
+
+from choreo.status import DIED, NOT_JOINED, UNRESPONSIVE
+from .control import quiet
+from .launchers import Unlaunched
+
+
+@attrs.frozen
+class Verdict:
+    """A run's end before the supervisor adds what it knows of the whole run: its status,
+    the line ``cpl run`` prints, and the facts the trace's ``meta`` keeps under it."""
+
+    status: str
+    error: str
+    facts: dict = attrs.field(factory=dict)
+
+
+def died(name: str, code: int | None, why: str) -> Verdict:
+    """``code`` is the exit status, negative for a signal (as ``subprocess`` says it)."""
+    signal_number = -code if code is not None and code < 0 else None
+    said = (f" (signal {signal.Signals(signal_number).name})" if signal_number
+            else f" (exit status {code})" if code else "")
+    return Verdict(DIED, f"lifeline {name} died: {why}{said}",
+                   {"died": {"lifeline": name, "exit": None if signal_number else code,
+                             "signal": signal_number}})
+
+
+def unresponsive(name: str, silent: float) -> Verdict:
+    """Its process is there but says nothing (an action holding the interpreter's lock,
+    SIGSTOP): not dead, and the run cannot go on with it either."""
+    return Verdict(UNRESPONSIVE, f"lifeline {name} is unresponsive: its process is alive but "
+                   f"silent for {silent:.1f} s (an action holding the interpreter, or a "
+                   f"stopped process)", {"unresponsive": {"lifeline": name,
+                                                        "silent": round(silent, 1)}})
+
+
+def not_joined(names: Sequence[str], waited: float, what: str = "no hello") -> Verdict:
+    return Verdict(NOT_JOINED, f"not joined: {', '.join(names)} ({what} within {waited:g} s)",
+                   {"not_joined": list(names)})
+
+
+def unlaunched(failure: Unlaunched) -> Verdict:
+    """A launcher could not bring its lifelines up: one died first, or some were never
+    placed (a Ray actor no node can take)."""
+    for name, why in failure.dead.items():
+        return died(name, None, why)
+    return not_joined(failure.late, failure.waited, "not started")
+
+
+class ProbeWaves:
+    """Deadlock by Mattern's counting in two waves: the reports are ``quiet``, a probe wave
+    asks every lifeline again, and every answer to it is quiet with the same counts."""
+
+    def __init__(self) -> None:
+        self.numbers = itertools.count(1)
+        self.out: tuple[int, tuple] | None = None  # a wave out, and the counts it checks
+
+    def deadlocked(self, reports: Sequence, probe: Callable[[int], None]) -> bool:
+        """Whether ``reports`` (one a lifeline, ``None`` where none came yet) show a
+        deadlock; ``probe(wave)`` sends a new wave to every lifeline."""
+        counts = quiet(reports)
+        if counts is None:
+            self.out = None
+            return False
+        if self.out is None:
+            wave = next(self.numbers)
+            probe(wave)
+            self.out = (wave, counts)
+            return False
+        wave, before = self.out
+        if counts != before:  # something happened since the wave left: start another
+            self.out = None
+            return False
+        if any(r.probe != wave for r in reports):
+            return False  # not every answer is in yet
+        self.out = None
+        return True
