@@ -356,17 +356,17 @@ def test_a_run_that_starts_its_own_ray_leaves_nothing_behind(ray_cluster, tmp_pa
 
 
 def test_an_actor_makes_its_own_key_pair_and_only_the_public_key_leaves_it(ray_cluster):
-    """The supervisor's keys for lifelines on Ray hold no secret: each public key is the one
-    its actor made (and the actor refuses a connection holding another)."""
+    """The run's keys for lifelines on Ray (``Keys.for_run`` of the launcher's public keys,
+    as the supervisor makes them) hold no secret: each public key is the one its actor made
+    (and the actor refuses a connection holding another)."""
     from choreo import load_one
     from choreo.plan import prepare
+    from runtime.connection import Keys
     from runtime.ray_launcher import RayActors
-    from runtime.supervisor import Supervisor
     plan = prepare(load_one(CODE_REVIEW))
     launcher = RayActors(plan.lifelines)
-    supervisor = Supervisor(plan, CODE_REVIEW, None, plan.inputs([]), 0, launchers=[launcher])
     with launcher:
-        keys = supervisor._keys()
+        keys = Keys.for_run(plan.lifelines, launcher.public_keys())
         for name in plan.lifelines:
             assert keys[name].secret == "" and keys[name].public == launcher.found[name][0]
             assert keys[name].lifelines == {n: launcher.found[n][0] for n in plan.lifelines}
