@@ -500,6 +500,38 @@ def test_highlight_opens_with_the_event_chosen(browser, fig2, tmp_path):
     assert browser.problems(session) == []
 
 
+# Every ring the viewer drew, and whether the id beside its event (``id-N``) crosses it.
+_IDS_UNDER_RINGS = """(function () {
+    var hits = [];
+    document.querySelectorAll('#chart svg circle.ring').forEach(function (c) {
+        var cx = Number(c.getAttribute('cx')), cy = Number(c.getAttribute('cy'));
+        var r = Number(c.getAttribute('r'));
+        var label = c.ownerSVGElement.getElementById('id-' + c.getAttribute('data-event-index'));
+        if (!label) return;
+        var b = label.getBBox(), m = label.getCTM(), g = c.getCTM().inverse().multiply(m);
+        var x0 = b.x * g.a + g.e, x1 = (b.x + b.width) * g.a + g.e;
+        var y0 = b.y * g.d + g.f, y1 = (b.y + b.height) * g.d + g.f;
+        var nx = Math.max(x0, Math.min(cx, x1)), ny = Math.max(y0, Math.min(cy, y1));
+        if (Math.hypot(nx - cx, ny - cy) < r) hits.push(label.textContent);
+    });
+    return {rings: document.querySelectorAll('#chart svg circle.ring').length, hits: hits};
+})()"""
+
+
+def test_an_id_moves_clear_of_the_ring_the_viewer_draws(browser, review, tmp_path):
+    """An id is placed just clear of its dot; a ring the viewer adds on a click must not
+    sit on it (docs/images/viewer.png showed 'Orchestrator' with '.8' under the ring)."""
+    path = tmp_path / "review.html"
+    path.write_text(_html(review), encoding="utf-8")
+    session = browser.open(path.as_uri())
+    choice = next(n for n, event in enumerate(review.events)
+                  if event.kind == "choice" and event.lifeline == "Committer")
+    browser.click(session, f"ev-{choice}")
+    seen = browser.js(session, _IDS_UNDER_RINGS)
+    assert seen["rings"] > 1 and seen["hits"] == []
+    assert browser.problems(session) == []
+
+
 LONG_GUARD = ("!strict || @Researcher(check != disputed S check == confirmed) && "
               "@Reviewer(verdict == approve S verdict == approve) && @Editor.ready == true && "
               "@Researcher.source != none")

@@ -27,6 +27,7 @@
   var hidden = lanes.map(function () { return false; });
   var chosen = null;
   var rings = [];
+  var moved = [];  /* ids moved clear of a ring */
 
   /* ------------------------------------------------------------ small helpers */
 
@@ -165,8 +166,24 @@
     c.setAttribute("r", Math.max(box.width, box.height) / 2 + 6);
     c.setAttribute("data-lane", d.lane);
     c.setAttribute("data-event", d.id);
+    c.setAttribute("data-event-index", d.index);
     graph.appendChild(c);
     rings.push(c);
+    clearOfRing(node("id-" + d.index), box, Number(c.getAttribute("r")));
+  }
+
+  /* An id is drawn just clear of its dot, not of a ring the viewer adds: while ringed,
+     it moves out from under the ring (and back on clear()). */
+  function clearOfRing(label, box, r) {
+    if (!label) { return; }
+    var cx = box.x + box.width / 2, cy = box.y + box.height / 2, b = label.getBBox();
+    var dx = 0, dy = 0;
+    if (b.x + b.width < cx) { dx = Math.min(0, cx - r - 2 - (b.x + b.width)); }
+    else if (b.x > cx) { dx = Math.max(0, cx + r + 2 - b.x); }
+    else if (b.y + b.height < cy) { dy = Math.min(0, cy - r - 2 - (b.y + b.height)); }
+    else { dy = Math.max(0, cy + r + 2 - b.y); }
+    label.setAttribute("transform", "translate(" + dx + " " + dy + ")");
+    moved.push(label);
   }
 
   function clear() {
@@ -178,6 +195,8 @@
     });
     rings.forEach(function (c) { c.remove(); });
     rings = [];
+    moved.forEach(function (e) { e.removeAttribute("transform"); });
+    moved = [];
     showHint();
     panel.explanation.replaceChildren();
     applyHidden();
