@@ -17,9 +17,9 @@ import os
 
 import attrs
 
-from cpl.trace import encode_json
+from cpl.trace import RUN_IDENTITY, encode_json
 
-IDENTITY = "run.json"
+IDENTITY = RUN_IDENTITY
 END = "end.json"  # the run's meta, when its trace could not be written
 PARTS_FORMAT = "cpl-parts/1"
 MAX_IDENTITY = 64 * 2**20  # bytes: the header's init holds the inputs, never more

@@ -22,13 +22,18 @@ class LastValues:
         self._reported = {name: tuple(names) for name, names in (reported or {}).items()}
 
     def see(self, event) -> None:
-        """One event, as the trace has it (an ``Event`` or its dict)."""
-        values = event.get("set") if isinstance(event, dict) else event.set
-        if values:
-            store = self._stores.get(event["lifeline"] if isinstance(event, dict)
-                                     else event.lifeline)
+        """One event of the trace (an ``Event``)."""
+        if event.set:
+            store = self._stores.get(event.lifeline)
             if store is not None:
-                store.update(values)
+                store.update(event.set)
+
+    def seeing(self, write):
+        """``write``, each event seen here first: the merge's writer of a run's trace."""
+        def both(event) -> None:
+            self.see(event)
+            write(event)
+        return both
 
     def results(self) -> dict[str, dict]:
         return {name: {x: store[x] for x in self._reported.get(name) or tuple(store)

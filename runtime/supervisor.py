@@ -115,12 +115,8 @@ class Supervisor:
             self._keep()
             last = LastValues(self.lifelines, self._header().get("init"),
                               self.plan.choreography.results)
-
-            def logged(event) -> None:
-                last.see(event)
-                write(event)
             self.following = Following({name: self._log(name) for name in self.lifelines},
-                                       logged, self.launchers, scope)
+                                       last.seeing(write), self.launchers, scope)
             control = None
             try:
                 for launcher in self.launchers:  # before any thread or context: one may fork

@@ -21,10 +21,10 @@ import time
 import attrs
 
 from ..errors import TraceError
-from ..trace import encode_json, read_log, unwritable
+from ..trace import LIVE_FORMAT, encode_json, read_log, unwritable
 from .errors import LiveError, LogExists
 
-FORMAT = "cpl-live/1"
+FORMAT = LIVE_FORMAT  # the first line of every agent's log says it
 MAX_HEADER = 64 * 2**20  # bytes: lifelines, variables and starting values, never more
 _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 

@@ -14,9 +14,9 @@ reads a stream line by line.
 
 from ..lazy import face
 
-__all__ = ["Clocks", "Event", "JsonLines", "KINDS", "LogTail", "Merging", "SUFFIXES", "Trace",
+__all__ = ["Clocks", "Event", "JsonLines", "KINDS", "LIVE_FORMAT", "LogTail", "Merging", "SUFFIXES", "Trace",
            "TraceWriter", "dump_trace", "encode_json", "left_in", "load_trace", "merge_logs",
-           "open_trace", "read_log", "parts_of", "stream_end", "unfinished", "unwritable",
+           "open_trace", "read_log", "parts_of", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
            "value_problem"]
 
 face(__name__, {
@@ -29,4 +29,5 @@ face(__name__, {
     ".paths": "unwritable",
     ".recovery": "parts_of unfinished left_in stream_end",
     ".stream": "SUFFIXES TraceWriter",
+    ".unmerged": "LIVE_FORMAT RUN_IDENTITY",
 })

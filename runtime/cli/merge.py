@@ -50,7 +50,8 @@ def cmd_merge(args) -> int:
             if source.reported is not None:  # results as the trace has them (runtime.results)
                 from ..results import LastValues
                 last = LastValues(lifelines, header.get("init"), source.reported)
-            placed = merge_logs(source.logs, lifelines, _seen(writer.write, last))
+            placed = merge_logs(source.logs, lifelines,
+                                writer.write if last is None else last.seeing(writer.write))
             if last is not None:
                 placed["results"] = last.results()
             meta = {key: value for key, value in source.meta.items() if key != "unmerged"}
@@ -145,17 +146,6 @@ def _source(paths: list[str]) -> _Source | None:
         return None
     what = paths[0] if len(paths) == 1 else f"the {len(agents.headers)} logs"
     return _Source(agents.trace_header, agents.events(), agents.meta(), what, False)
-
-
-def _seen(write, last):
-    """``write``, and each event shown to ``last`` first (if any)."""
-    if last is None:
-        return write
-
-    def both(event) -> None:
-        last.see(event)
-        write(event)
-    return both
 
 
 def _may_replace(output: str, folder: str | None, force: bool, run=None) -> None:
