@@ -34,8 +34,8 @@ PARSE_ERROR = mcp_types.PARSE_ERROR  # -32700: not JSON the SDK reads
 INVALID_REQUEST = -32600  # JSON, but not a JSON-RPC message the SDK reads
 MAX_DETAIL = 200  # characters of the parser's message kept in an answer (never the input)
 
-# a JSON string (escapes and all) or a structural character: what finding a top-level key needs
-_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\],:]')
+_STRUCTURE = re.compile(r'["{}\[\],:]')  # what finding a top-level key looks at
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string after its opening quote
 
 
 def run_stdio(server: MCPServer) -> None:
@@ -130,48 +130,65 @@ def _refusal(error: Exception) -> tuple[int, str]:
 
 def _request_id(line: str) -> int | str | None:
     """The id of a request from its top-level keys, however deep or unreadable the rest
-    is; None for a response, a notification or a line that is no JSON object."""
+    is; None for a response, a notification or a line that is no JSON object.  One pass
+    over the line (it may be hostile: huge, deep, cut short)."""
     depth, key, keys, found = 0, None, set(), None
-    expect_key = False
-    for token in _TOKEN.finditer(line):
-        text = token.group()
-        if text in "{[":
-            if depth == 0 and text != "{":
-                return None
+    expect_key, id_from = False, None  # id_from: where the id's value starts, until it is read
+    for text, start, end in _tokens(line):
+        if id_from is not None:
+            found = _id_value(text if text.startswith('"') and not line[id_from:start].strip()
+                              else line[id_from:start])
+            id_from = None
+        if depth == 0 and text != "{":
+            return None
+        if text in ("{", "["):
             depth += 1
             expect_key = depth == 1
-        elif text in "}]":
+        elif text in ("}", "]"):
             depth -= 1
-            if depth <= 0:
+            if depth == 0:
                 break
         elif depth == 1 and text == ",":
             expect_key = True
         elif depth == 1 and text == ":" and key == "id":
-            found = _id_value(line, token.end())
+            id_from = end
         elif depth == 1 and expect_key and text.startswith('"'):
             key, expect_key = _key(text), False
             keys.add(key)
-        if depth == 0 and text not in "{[":
-            return None
-    if keys & {"result", "error"} or found is None:
+    if id_from is not None:  # the line ends inside the id's value
+        found = _id_value(line[id_from:])
+    if keys & {"result", "error"}:
         return None
     return found
 
 
+def _tokens(line: str):
+    """The strings and structural characters of a JSON text: (text, start, end); an
+    unterminated string ends it (what follows is inside the string)."""
+    at = 0
+    while (mark := _STRUCTURE.search(line, at)) is not None:
+        if mark.group() != '"':
+            at = mark.end()
+            yield mark.group(), mark.start(), at
+            continue
+        rest = _STRING_REST.match(line, mark.end())
+        if rest is None:
+            return
+        at = rest.end()
+        yield line[mark.start():at], mark.start(), at
+
+
 def _key(text: str) -> str | None:
+    if "\\" not in text:
+        return text[1:-1]
     try:
         return json.loads(text)
     except ValueError:
         return None
 
 
-def _id_value(line: str, start: int) -> int | str | None:
-    """The id's value after its colon: a string or an integer, one the answer can carry."""
-    end = _TOKEN.search(line, start)
-    if end is not None and end.group().startswith('"'):
-        raw = end.group() if not line[start:end.start()].strip() else ""
-    else:
-        raw = line[start:end.start() if end else len(line)]
+def _id_value(raw: str) -> int | str | None:
+    """A request id: a string or an integer, one the answer can carry back."""
     try:
         value = json.loads(raw)
         if isinstance(value, str):

@@ -171,9 +171,23 @@ def test_served_by_the_sdk_alone_such_a_request_gets_no_answer(tmp_path):
     ('{"id": 2.5}', None), ('{"id": true}', None), ('{"id": null}', None),
     ('{"id": [1]}', None), ('{"id": {"id": 1}}', None), ('{"id": "\\udc80"}', None),
     ('{"id": 99999999999999999999}', None),
+    ('{"id": 12', 12), ('{"id": "a\\"b}', None),
     ('{"id": 4, "result": {}}', None), ('{"error": {}, "id": 4}', None),
     ('[{"id": 1}]', None), ('"id": 1', None), ('', None), ('{"x": 1}', None),
     ('{"x": {"id": 1}}', None), ('{"x": "id", "y": 1}', None),
 ])
 def test_the_request_id_is_found_at_the_top_level_only(line, found):
     assert _request_id(line) == found
+
+
+def test_finding_the_id_of_a_hostile_line_takes_one_pass():
+    """Escaped quotes with no end, 100,000 brackets or keys: each line is read once, not once
+    per quote (a string that never ends is the rest of the line)."""
+    for line, found in (('{"x": "' + '\\"' * 100_000 + ', "id": 1', None),
+                        ('{"x": ' + "[" * 100_000 + ', "id": 2', None),
+                        ('{"x": ' + "[" * 100_000 + "]" * 100_000 + ', "id": 3}', 3),
+                        ('{"x": "' + '\\\\' * 100_000 + '", "id": 4}', 4),
+                        ('{' + '"a": 1, ' * 100_000 + '"id": 5}', 5)):
+        started = time.process_time()
+        assert _request_id(line) == found
+        assert time.process_time() - started < 2.0, line[:40]
