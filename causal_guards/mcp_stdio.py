@@ -1,16 +1,20 @@
 """An MCP server over stdio that answers every request, also those the SDK cannot read.
 
 The SDK's stdio transport reads a line, parses it and, when that fails, drops it: no
-answer, the caller waits for its own timeout. Lines it drops: a lone surrogate escape
-(``"\\ud800"``, which is also how a client writes text that was not UTF-8), nesting
-past its parser's depth limit (about 200 levels), cut-short or malformed JSON, a
-message of the wrong shape. :func:`serve_stdio` serves an ``MCPServer`` on the SDK's
-own stdio transport, but reads stdin itself: each line is checked with the parser the
-SDK uses, and one it would drop is answered with a JSON-RPC error for its request id
-(``-32700`` when it is not JSON the SDK reads, ``-32600`` when it is JSON but not a
-message) and never reaches a tool. Bytes that are not UTF-8 are such a line too (the
-SDK would silently replace them). A line whose id cannot be found (a notification, a
-response, no JSON object at all) is dropped, as nobody can be waiting for its answer.
+answer, the caller waits for its own timeout (``mcp/server/stdio.py`` passes the parse
+error on as an exception, which ``mcp/shared/jsonrpc_dispatcher.py`` logs at debug
+level and drops: it cannot know the request's id, and nothing of a server sees it).
+Lines it drops: a lone surrogate escape (``"\\ud800"``, which is also how
+a client writes text that was not UTF-8), nesting past its parser's depth limit (about
+200 levels), cut-short or malformed JSON, a message of the wrong shape.
+
+:func:`serve_stdio` serves an ``MCPServer`` on the SDK's own stdio transport, but reads
+stdin itself: each line is checked with the parser the SDK uses, and one it would drop
+is answered with a JSON-RPC error for its request id (``-32700`` when it is not JSON the
+SDK reads, ``-32600`` when it is JSON but not a message) and never reaches a tool.
+Bytes that are not UTF-8 are such a line too (the SDK would silently replace them). A
+line whose id cannot be found (a notification, a response, no JSON object at all) is
+dropped, as nobody can be waiting for its answer.
 """
 
 from __future__ import annotations
