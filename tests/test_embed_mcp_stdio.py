@@ -32,6 +32,7 @@ class Raw:
     """An MCP server over stdio, spoken to in raw JSON-RPC lines."""
 
     def __init__(self, command: list[str], cwd):
+        self.unread = b""
         self.process = subprocess.Popen(
             command, cwd=cwd, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": CODE,
@@ -48,8 +49,18 @@ class Raw:
 
     def answer(self, wait: float = WAIT) -> dict | None:
         """The next line the server writes, or None if none comes within ``wait``."""
-        ready, _, _ = select.select([self.process.stdout], [], [], wait)
-        return json.loads(self.process.stdout.readline()) if ready else None
+        deadline = time.monotonic() + wait
+        out = self.process.stdout.fileno()  # read unbuffered: select sees all there is
+        while b"\n" not in self.unread:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([out], [], [], left)[0]:
+                return None
+            chunk = os.read(out, 1 << 16)
+            if not chunk:
+                return None
+            self.unread += chunk
+        line, _, self.unread = self.unread.partition(b"\n")
+        return json.loads(line)
 
     def ask(self, message: dict | bytes, wait: float = WAIT) -> dict | None:
         self.write(message if isinstance(message, bytes) else json.dumps(message).encode())
