@@ -69,8 +69,8 @@ class Output:
                 return cls(given, option, given, True, descriptor)
             try:
                 mode = os.stat(given).st_mode
-            except FileNotFoundError:  # a new path, or a link to one: made at its target
-                mode = None
+            except (FileNotFoundError, NotADirectoryError):  # a new path, or a link to one
+                mode = None  # (made at its target), or one in no folder: said below
         except (OSError, ValueError) as error:
             raise UsageError(f"{option} {given}: cannot look at it: "
                              f"{getattr(error, 'strerror', None) or error}") from None
@@ -130,7 +130,7 @@ class Output:
                 continue
             except OSError as error:
                 from cpl.trace import unwritable
-                raise UsageError(f"{self.option} {self.given}: cannot write beside it: "
+                raise UsageError(f"{self.option} {self.given}: cannot write it: "
                                  f"{unwritable(path, error)}") from None
         raise UsageError(f"{self.option} {self.given}: cannot write beside it: 100 names taken")
 

@@ -35,6 +35,7 @@ def cmd_render(args) -> int:
     """A stream is read keeping only the drawn window (``cpl.view.render_parts``); the
     picture is written as its parts come."""
     from cpl.view import FORMATS, NoSuchEvent, format_of, missing, render_parts
+    output = Output.of(args.output, "-o")  # what it is first: a directory has no format
     form = args.format or format_of(args.output)
     if form is None:
         raise UsageError(f"-o {args.output}: cannot tell the format from the suffix; give "
@@ -42,7 +43,6 @@ def cmd_render(args) -> int:
     lacking = missing(form)
     if lacking is not None:  # before the trace is read: a big one takes a while
         raise UsageError(f"-o {args.output}: {lacking}")
-    output = Output.of(args.output, "-o")
     source = read_trace(args.trace, _warn)
     if args.max_rows < 0:
         raise UsageError("--max-rows: give 0 (no limit) or a positive number of rows")
