@@ -51,7 +51,13 @@ def _logs(folder: Path) -> None:
 
 
 def _trace(data: bytes) -> bool:
-    return data.lstrip().startswith(b"{") and b'"cpl-msc/1"' in data
+    """A whole trace and nothing else: a JSON document, or JSON lines (``.jsonl``)."""
+    try:
+        first = json.loads(data)
+    except ValueError:
+        lines = [json.loads(line) for line in data.splitlines()]
+        first = lines[0] if "end" in lines[-1] else {}
+    return first.get("format") == "cpl-msc/1"
 
 
 def _otlp(data: bytes) -> bool:
@@ -278,3 +284,18 @@ def test_a_file_that_became_a_device_meanwhile_is_not_renamed_over(tmp_path):
         output.commit(temporary)
     assert _device(path) == NULL
     os.unlink(temporary)
+
+
+def test_a_link_to_a_new_path_makes_its_target_and_stays_a_link(tmp_path):
+    link = tmp_path / "link.json"
+    link.symlink_to("real.json")  # relative, dangling
+    Output.of(str(link), "-o").write([b"{}", b"\n"])
+    assert link.is_symlink() and (tmp_path / "real.json").read_bytes() == b"{}\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["link.json", "real.json"]
+
+
+@pytest.mark.parametrize("given, words", [("", "name a file"),
+                                          ("somewhere/", "it names a directory")])
+def test_no_name_or_a_folder_name_is_refused(given, words):
+    with pytest.raises(UsageError, match=words):
+        Output.of(given, "-o")

@@ -58,6 +58,9 @@ class Output:
     @classmethod
     def of(cls, given: str, option: str) -> Output:
         """What ``given`` is; ``UsageError`` naming ``option`` when it cannot be an output."""
+        if not given or given.endswith(os.sep):
+            raise UsageError(f"{option} {given!r}: " + (
+                "name a file" if not given else "it names a directory; name a file in it"))
         try:
             descriptor = 1 if given == STDOUT else _descriptor(given)
             if descriptor is not None:
@@ -81,7 +84,7 @@ class Output:
         target = os.path.realpath(given)
         folder = os.path.dirname(target)
         if not os.path.isdir(folder):
-            shown = repr(os.path.dirname(given) or ".")
+            shown = repr(folder if os.path.islink(given) else os.path.dirname(given) or ".")
             raise UsageError(f"{option} {given}: the directory {shown} does not exist" if not
                              os.path.lexists(folder) else f"{option} {given}: {shown} is not "
                              f"a directory")
