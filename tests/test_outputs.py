@@ -87,12 +87,12 @@ def _run(writer: str, out, cwd: Path, *extra: str) -> subprocess.CompletedProces
     return cpl(*(str(word).format(out=out) for word in argv), *extra, cwd=cwd)
 
 
-def _mknod(path: Path, numbers: tuple[int, int]) -> None:
+def _mknod(path: Path, numbers: tuple[int, int], kind: int = stat.S_IFCHR) -> None:
     try:
-        os.mknod(path, 0o666 | stat.S_IFCHR, os.makedev(*numbers))
+        os.mknod(path, 0o666 | kind, os.makedev(*numbers))
     except PermissionError:
-        pytest.skip("making a device node needs root (CAP_MKNOD): CI and this project's "
-                    "machines run as root; a user's machine may not")
+        pytest.skip("making a device node needs root (CAP_MKNOD), as .ci/run has: run "
+                    "these tests as root (or in a container)")
 
 
 def _device(path: Path) -> tuple[int, int] | None:
@@ -259,10 +259,7 @@ def test_links_to_our_descriptors_are_streams(tmp_path):
 
 
 def test_a_block_device_and_a_missing_folder_are_refused(tmp_path):
-    try:
-        os.mknod(tmp_path / "disk", 0o600 | stat.S_IFBLK, os.makedev(7, 0))
-    except PermissionError:
-        pytest.skip("making a device node needs root (CAP_MKNOD)")
+    _mknod(tmp_path / "disk", (7, 0), stat.S_IFBLK)
     with pytest.raises(UsageError, match="it is a block device"):
         Output.of(str(tmp_path / "disk"), "-o")
     with pytest.raises(UsageError, match="the directory '.*nowhere' does not exist"):
