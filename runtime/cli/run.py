@@ -36,7 +36,7 @@ def cmd_run(args) -> int:
     from choreo import load_one
     from choreo.plan import prepare
 
-    _trace_suffix(args.trace)
+    _outputs(args)
     if args.sim and (args.hosts or args.insecure):
         raise UsageError(f"{'--hosts' if args.hosts else '--insecure'} is for a run over "
                          f"processes; --sim runs every lifeline in this process")
@@ -94,7 +94,8 @@ def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
     from choreo.status import EXIT_CODES
     from cpl.trace import TraceWriter, parts_of
 
-    parts = parts_of(args.trace) if args.trace and not args.sim else None
+    parts = parts_of(args.trace) if args.trace and not args.sim \
+        and not args.trace_stream else None
     if parts and os.path.lexists(parts):  # a killed run's logs: never write over them
         raise UsageError(f"--trace: {parts} holds the logs of a run that never ended: "
                          f"`{_merge(parts, args.trace)}` rebuilds its trace; or delete it")
@@ -210,16 +211,21 @@ def _unwritten(event) -> None:
     Ctrl-C from a ``KeyboardInterrupt`` an action raises (``choreo.actions.own``)."""
 
 
-def _trace_suffix(path: str | None) -> None:
-    """``--trace OUT``'s suffix must say a trace's form: ``out.txt`` would silently be JSON
-    (no suffix is JSON: ``/dev/full``)."""
-    if path is None:
-        return
-    from cpl.trace import SUFFIXES
-    suffix = os.path.splitext(os.path.basename(path))[1]
-    if suffix and suffix.lower() not in SUFFIXES:
-        raise UsageError(f"--trace {path}: give a file ending in .json, .jsonl (streamed) or "
-                         f".msgpack (also .mpk), not {suffix}")
+def _outputs(args) -> None:
+    """``--trace`` and ``--render`` looked at before the run (``runtime.cli.outputs``): a
+    trace's suffix says its form; a directory, socket or block device is refused, and so
+    is standard output, which carries the run's results.  A trace into a device or FIFO
+    keeps its lifelines' logs in a temporary folder: nothing beside it is the run's."""
+    from .outputs import Output, trace_suffix
+    trace_suffix(args.trace, "--trace")
+    args.trace_stream = False
+    for option, given in (("--trace", args.trace), ("--render", args.render)):
+        output = given and Output.of(given, option)
+        if output and output.to_stdout:
+            raise UsageError(f"{option} {given}: standard output carries the run's results; "
+                             f"name a file (or /dev/stderr)")
+        if output and option == "--trace":
+            args.trace_stream = output.stream
 
 
 def _merge(parts: str, trace: str) -> str:
@@ -249,13 +255,17 @@ def _render_run(trace_path: str, out: str, form: str, values: bool | None = None
     stream; 1 if the picture could not be made."""
     from cpl.trace import open_trace
     from cpl.view import render_parts
-    from .view import drawn, write_atomically
+    from .outputs import Output
+    from .view import drawn
     try:
         source = open_trace(trace_path)
-        write_atomically(out, drawn(lambda: render_parts(source, form, values=values,
-                                                                ids=ids)))
+        Output.of(out, "--render").write(drawn(lambda: render_parts(source, form,
+                                                                    values=values, ids=ids)))
     except TraceError as error:
         print(f"cpl run: --render: {error}", file=sys.stderr)
+        return 1
+    except UsageError as error:  # made unwritable during the run: said, as a failed write
+        print(f"cpl run: {error}", file=sys.stderr)
         return 1
     return 0
 
