@@ -21,8 +21,11 @@ import signal
 import subprocess
 import time
 
+import pytest
+
 from choreo_util import write
 from cpl.trace import load_trace
+from runtime.cli import main
 from runtime.control import SUPERVISOR_SILENCE
 from runtime_util import CPL, Cpl, check_messages, lifeline_processes, tagged_env, wait_until
 
@@ -53,6 +56,19 @@ EVENTS = 5  # go sent and received, the gate's act, done sent and received
 def cpl(folder, *args):
     return subprocess.run([*CPL, *args], cwd=folder, capture_output=True, text=True,
                           timeout=60, env=tagged_env("lock"))
+
+
+@pytest.fixture
+def here(tmp_path, monkeypatch, capsys):
+    """``cpl ARGS`` in this process, in ``tmp_path`` (the refusals need no process of
+    their own, and an interpreter's start costs a second on a busy machine)."""
+    monkeypatch.chdir(tmp_path)
+
+    def command(*args):
+        code = main(list(args))
+        said = capsys.readouterr()
+        return subprocess.CompletedProcess(args, code, said.out, said.err)
+    return command
 
 
 class Gated:
@@ -86,10 +102,10 @@ def _said(err: str, pid: int) -> None:
     assert "delete" not in advice and "merge" not in advice, err
 
 
-def test_a_second_run_on_a_live_runs_trace_names_it_and_touches_nothing(tmp_path):
+def test_a_second_run_on_a_live_runs_trace_names_it_and_touches_nothing(tmp_path, here):
     with Gated(tmp_path) as live:
         before = live.trace.read_bytes(), sorted(os.listdir(live.parts))
-        second = cpl(tmp_path, "run", str(write(tmp_path, GATED, "other.py")),
+        second = here("run", str(write(tmp_path, GATED, "other.py")),
                      "--trace", "t.jsonl")
         assert second.returncode == 2, second.stderr
         _said(second.stderr, live.run.process.pid)
@@ -104,19 +120,19 @@ def test_a_second_run_on_a_live_runs_trace_names_it_and_touches_nothing(tmp_path
     assert not live.parts.exists()
 
 
-def test_merging_a_live_runs_parts_is_refused_and_the_run_ends_whole(tmp_path):
+def test_merging_a_live_runs_parts_is_refused_and_the_run_ends_whole(tmp_path, here):
     with Gated(tmp_path) as live:
         for target in ("t.jsonl", "other.jsonl"):  # its own trace, or any other
-            merged = cpl(tmp_path, "merge", "t.jsonl.parts", "-o", target)
+            merged = here("merge", "t.jsonl.parts", "-o", target)
             assert merged.returncode == 2, merged.stderr
             _said(merged.stderr, live.run.process.pid)
             assert "nothing was touched" in merged.stderr
         assert not (tmp_path / "other.jsonl").exists()
         (tmp_path / "logs").mkdir()  # the live run's trace as another merge's output
-        onto = cpl(tmp_path, "merge", "logs", "-o", "t.jsonl", "--force")
+        onto = here("merge", "logs", "-o", "t.jsonl", "--force")
         assert onto.returncode == 2 and "-o t.jsonl: the trace of a live run" in onto.stderr, \
             onto.stderr
-        told = cpl(tmp_path, "eval", "t.jsonl")  # a reader says it goes on, names no merge
+        told = here("eval", "t.jsonl")  # a reader says it goes on, names no merge
         assert "its run is still going: t.jsonl.parts is in use by pid" in told.stderr, \
             told.stderr
         assert "cpl merge" not in told.stderr
@@ -137,7 +153,7 @@ def test_parts_deleted_under_a_live_run_end_it_lost_not_ok(tmp_path):
     assert "t.jsonl.parts" in meta["lost"]["vanished"], meta
 
 
-def test_a_trace_replaced_under_a_live_run_ends_it_lost_and_keeps_the_parts(tmp_path):
+def test_a_trace_replaced_under_a_live_run_ends_it_lost_and_keeps_the_parts(tmp_path, here):
     with Gated(tmp_path) as live:
         (tmp_path / "impostor.jsonl").write_text("not this run's\n")
         os.replace(tmp_path / "impostor.jsonl", live.trace)
@@ -146,23 +162,23 @@ def test_a_trace_replaced_under_a_live_run_ends_it_lost_and_keeps_the_parts(tmp_
         assert "cpl merge t.jsonl.parts -o t.jsonl --force" in live.run.err, live.run.err
         assert "trace written to" not in live.run.err
     assert live.trace.read_text() == "not this run's\n"  # not ours to touch again
-    merged = cpl(tmp_path, "merge", "t.jsonl.parts", "-o", "t.jsonl", "--force")
+    merged = here("merge", "t.jsonl.parts", "-o", "t.jsonl", "--force")
     assert merged.returncode == 0, merged.stderr
     trace = load_trace(live.trace)  # the run's own ending, from the parts it kept
     assert trace.meta["status"] == "ok" and len(trace.events) == EVENTS, trace.meta
     assert "lost" not in trace.meta
 
 
-def test_the_lock_dies_with_its_run_so_kill_9_still_merges(tmp_path):
+def test_the_lock_dies_with_its_run_so_kill_9_still_merges(tmp_path, here):
     with Gated(tmp_path) as live:
         os.kill(live.run.process.pid, signal.SIGKILL)
         live.run.process.wait(10)
         gone = wait_until(lambda: not lifeline_processes(live.run.tag), SUPERVISOR_SILENCE + 5)
         assert gone, lifeline_processes(live.run.tag)
     assert (live.parts / "run.lock").exists()  # left behind, and held by nobody
-    again = cpl(tmp_path, "run", str(write(tmp_path, GATED, "other.py")), "--trace", "t.jsonl")
+    again = here("run", str(write(tmp_path, GATED, "other.py")), "--trace", "t.jsonl")
     assert again.returncode == 2 and "a run that never ended" in again.stderr, again.stderr
-    merged = cpl(tmp_path, "merge", "t.jsonl.parts", "-o", "t.jsonl")
+    merged = here("merge", "t.jsonl.parts", "-o", "t.jsonl")
     assert merged.returncode == 0, merged.stderr
     trace = load_trace(live.trace)
     assert trace.meta["status"] == "vanished" and len(trace.events) >= 2, trace.meta
@@ -181,3 +197,11 @@ def test_a_lock_file_of_anyone_never_hangs_or_misleads(tmp_path):
     os.unlink(folder / "run.lock")
     (folder / "run.lock").write_text('{"pid": 1}')  # a file nobody holds
     assert holder(folder) is None and holder(tmp_path / "none") is None
+
+
+def test_a_trace_that_cannot_be_opened_leaves_no_parts_behind(tmp_path, here):
+    (tmp_path / "d.jsonl").mkdir()  # made and locked first, then the trace is refused
+    told = here("run", str(write(tmp_path, GATED)), "--trace", "d.jsonl")
+    assert told.returncode == 2 and "d.jsonl: cannot write the trace" in told.stderr, \
+        told.stderr
+    assert sorted(os.listdir(tmp_path)) == ["choreo_case.py", "d.jsonl"]
