@@ -4,10 +4,10 @@ Both forms open the trace *before* the run (an unwritable ``--trace`` costs
 no run), stream every event into it, print each lifeline's result, and only
 then close the trace with ``meta`` saying how the run ended; the exit code
 follows the run's status (``choreo.status.EXIT_CODES``).  A run over
-processes keeps its lifelines' logs beside the trace (``T.parts``) and
-removes them once the trace is whole: if the trace cannot be written (a full
-disk) they stay, for ``cpl merge``, and the run's results are printed all
-the same (exit 1).
+processes keeps its lifelines' logs beside the trace (``T.parts``, locked while
+it runs: ``runtime.cli.claim``) and removes them once the trace is whole: if
+the trace cannot be written (a full disk) they stay, for ``cpl merge``, and
+the run's results are printed all the same (exit 1).
 """
 
 from __future__ import annotations
@@ -185,7 +185,8 @@ def _written(args, plan, inputs, trace_path, interrupts, parts, claim) -> int:
 
 
 def _tell(meta: dict, told: list) -> None:
-    """Name a lost lifeline now, on standard error: the stop and the merge come after."""
+    """Name a lifeline that died or is unresponsive now, on standard error: the stop, the
+    last merge and the trace's end come after, and may take seconds on a busy machine."""
     told.append(meta.get("error"))
     print(f"cpl run: {meta.get('error', meta['status'])}", file=sys.stderr, flush=True)
 
