@@ -27,7 +27,7 @@ from choreo_util import write
 from cpl.trace import load_trace
 from runtime.cli import main
 from runtime.control import SUPERVISOR_SILENCE
-from runtime_util import CPL, Cpl, check_messages, lifeline_processes, tagged_env, wait_until
+from runtime_util import Cpl, check_messages, lifeline_processes, wait_until
 
 GATED = """
 import os
@@ -51,11 +51,6 @@ c.act(A, wait, assigns=[opened], reads=[gate], label="wait at the gate")
 c.send(A, B, opened, label="done")
 """
 EVENTS = 5  # go sent and received, the gate's act, done sent and received
-
-
-def cpl(folder, *args):
-    return subprocess.run([*CPL, *args], cwd=folder, capture_output=True, text=True,
-                          timeout=60, env=tagged_env("lock"))
 
 
 @pytest.fixture
@@ -205,3 +200,33 @@ def test_a_trace_that_cannot_be_opened_leaves_no_parts_behind(tmp_path, here):
     assert told.returncode == 2 and "d.jsonl: cannot write the trace" in told.stderr, \
         told.stderr
     assert sorted(os.listdir(tmp_path)) == ["choreo_case.py", "d.jsonl"]
+
+
+def test_a_claim_tells_what_vanished_and_the_run_it_had_ended(tmp_path):
+    from runtime.parts import Claim, Taken
+    from runtime.verdicts import as_ended
+    folder, trace = str(tmp_path / "t.jsonl.parts"), str(tmp_path / "t.jsonl")
+    claim = Claim(folder)
+    try:
+        (tmp_path / "t.jsonl").write_text("{}\n")
+        claim.watch(trace)
+        try:  # this process holds it: a second claim is refused, naming it
+            Claim(folder)
+            raise AssertionError("a second claim of live parts was taken")
+        except Taken as taken:
+            assert taken.holder is not None and taken.holder.pid == os.getpid()
+        ok = {"status": "ok", "results": {}}
+        assert claim.vanished() == [] and claim.checked(ok) is ok
+        os.replace(tmp_path / "t.jsonl", tmp_path / "moved.jsonl")  # T moved away
+        (tmp_path / "t.jsonl").write_text("{}\n")  # and another file in its place
+        lost = claim.checked({"status": "died", "error": "lifeline B died", "results": {}})
+        assert claim.vanished() == [trace]
+        assert lost["status"] == "lost" and lost["lost"] == {
+            "vanished": [trace], "status": "died", "error": "lifeline B died"}, lost
+        assert f"its trace {trace} was deleted or replaced" in lost["error"]
+        assert "--force` rebuilds it (the run itself ended died)" in lost["error"]
+        assert as_ended(lost) == {"status": "died", "error": "lifeline B died", "results": {}}
+        shutil.rmtree(folder)
+        assert claim.vanished() == [folder, os.path.join(folder, "run.lock"), trace]
+    finally:
+        claim.release()
