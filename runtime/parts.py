@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import attrs
 
@@ -109,7 +110,7 @@ class Claim:
         try:
             os.mkdir(folder)
         except FileExistsError:
-            raise Taken(folder, holder(folder)) from None
+            raise Taken(folder, _holder(folder)) from None
         self.folder, self.trace, self.lock = folder, None, None
         try:
             self.lock = hold(folder)
@@ -153,6 +154,16 @@ class Claim:
                 remove(path)
             except OSError:
                 pass
+
+
+def _holder(folder: str) -> Holder | None:
+    """Who holds ``folder``; a folder with no lock file yet may be a run's that made it an
+    instant ago and is about to lock it (``Claim``): it is looked at once more."""
+    found = holder(folder)
+    if found is None and not os.path.lexists(os.path.join(folder, LOCK)):
+        time.sleep(0.1)
+        found = holder(folder)
+    return found
 
 
 def _identity(path: str) -> tuple[int, int] | None:
