@@ -30,6 +30,7 @@ _END_LINE = re.compile(rb'\s*\{\s*"end"\s*:')
 def cmd_merge(args) -> int:
     from cpl.trace import Trace, TraceWriter, merge_logs, open_trace
 
+    _not_live(args.parts, args.output)
     trace_suffix(args.output, "-o")
     output = Output.of(args.output, "-o")  # a device or FIFO is written into, never replaced
     source = _source(args.parts)
@@ -87,6 +88,19 @@ def cmd_merge(args) -> int:
               f"{'it is' if one else 'they are'} still running, merge again after "
               f"{'it closes' if one else 'they close'}", file=sys.stderr)
     return EXIT_OK
+
+
+def _not_live(paths: list[str], output: str) -> None:
+    """A live run's parts (or its trace as ``-o``) are its own: it merges them into its
+    trace as it goes, and writes that whole at its end (cpl.trace.holder); touch nothing."""
+    from cpl.trace import holder, parts_of
+    for path, what in [*((path, path) for path in paths), (parts_of(output), f"-o {output}")]:
+        live = holder(path)
+        if live is not None:
+            told = f"{path} is {live}" if path == what else \
+                f"{what}: the trace of a live run ({path} is {live})"
+            raise UsageError(f"{told}: that run is still going, and writes its whole trace "
+                             f"when it ends; nothing was touched")
 
 
 def _cut_off(source: "_Source") -> list[str]:
