@@ -162,10 +162,12 @@ class Signing:
         vc = token.metadata.vc
         proofs = tuple(None if vc[i] == 0 or name in (token.sender, token.receiver)
                        else held[i] for i, name in enumerate(self._carried))
-        token = attrs.evolve(token, proofs=proofs)  # a signed token's digest says so
+        fields = (token.system, token.sender, token.receiver, token.seq, token.label,
+                  token.metadata)  # built twice: cheaper than attrs.evolve
+        unsigned = type(token)(*fields, b"", proofs)  # a signed token's digest says so
         signature = self._private[token.sender].sign(
-            self._record(token.sender, token.metadata, token.digest))
-        return attrs.evolve(token, signature=signature)
+            self._record(token.sender, token.metadata, unsigned.digest))
+        return type(token)(*fields, signature, proofs)
 
     def check(self, token) -> None:
         """``TokenRefused`` unless the sender signed ``token`` and every other entry it
