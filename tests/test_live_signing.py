@@ -183,6 +183,19 @@ def test_a_changed_proof_or_entry_is_refused(keyed):
     keyed.committer.receive(token.text)  # the genuine one is still good
 
 
+def test_every_flipped_byte_of_a_relay_is_refused(keyed):
+    """No byte of a keyed token goes unchecked: one bit flipped anywhere (a field, the
+    metadata, the sender's signature, a relayed proof) and it is refused, the Committer
+    unchanged."""
+    keyed.runner.act(status="passed", candidate="abc")
+    keyed.author.receive(keyed.runner.send("Author"))
+    data = keyed.author.send("Committer").encode()
+    for at in range(len(data)):
+        flipped = data[:at] + bytes([data[at] ^ (1 << at % 8)]) + data[at + 1:]
+        refused(keyed.committer, flipped)
+    assert merges(keyed, data)
+
+
 def test_modes_do_not_mix(keyed, tmp_path):
     os.mkdir(tmp_path / "shared")
     shared = Release("shared", str(tmp_path / "shared"))

@@ -88,6 +88,11 @@ class KeyRing:
             _write(private_path(folder, name),
                    {"format": PRIVATE_FORMAT, "lifeline": name, "private": key.hex()})
 
+    @staticmethod
+    def private_path(folder: str, lifeline: str) -> str:
+        """Where ``save`` puts ``lifeline``'s private key in ``folder``."""
+        return private_path(folder, lifeline)
+
     @classmethod
     def load(cls, folder: str, *lifelines: str) -> "KeyRing":
         """The public keys in ``folder/public.json`` and the private keys of ``lifelines``
