@@ -12,8 +12,8 @@ codec), ``signature`` an HMAC-SHA256 of the rest (16 bytes) when the system
 has a secret, else empty.  A system with per-lifeline keys (:mod:`.keys`)
 makes the second form: ``signature`` is the sender's Ed25519 signature of
 its own record, ``proofs`` one per carried lifeline, ``None`` or
-``[signature, digest]`` of that lifeline's own record.  The text form, for headers and JSON, is
-``cpl1.`` + unpadded base64url of those bytes.
+``[signature, digest]`` of that lifeline's own record.  The text form, for
+headers and JSON, is ``cpl1.`` + unpadded base64url of those bytes.
 
 Everything is checked before a monitor sees it (:func:`read`), and a token
 is refused whole: its size and layout, the system, the addressee, the
@@ -88,8 +88,8 @@ class Token:
 
     def fields(self) -> list:
         """Every field but the signature, as the binary form lists them: what is signed."""
-        return [VERSION if self.proofs is None else SIGNED, self.system, self.sender, self.receiver, self.seq, self.label,
-                self.metadata.encode()]
+        return [VERSION if self.proofs is None else SIGNED, self.system, self.sender,
+                self.receiver, self.seq, self.label, self.metadata.encode()]
 
     @functools.cached_property
     def digest(self) -> bytes:
@@ -210,7 +210,7 @@ def _check_kind(proofs, system) -> None:
     """A token signed as the system signs: with its per-lifeline keys, or not."""
     if system.signing is None and proofs is not None:
         raise TokenRefused("foreign", "signed with per-lifeline keys, which this system has "
-                           "not (give every process's System the same keys=KeyRing)")
+                           "not (give every process's System keys=, with the same public keys)")
     if system.signing is not None and proofs is None:
         raise TokenRefused("forged", "it is not signed by its sender's key, and this system "
                            "takes only tokens so signed (keys=)")
