@@ -282,6 +282,10 @@ def test_a_ring_must_fit_the_system():
     with pytest.raises(LiveError, match="does not match its public key"):
         System(LIFELINES, GUARDS, VARIABLES,
                keys=KeyRing(RING.public, {"Author": RING.private["TestRunner"]}))
+    with pytest.raises(LiveError, match="public keys map lifelines to 32 bytes, not list"):
+        KeyRing([])
+    assert RING.private["Author"].hex() not in repr(RING)
+    assert "<the private keys of Author, TestRunner, Committer>" in repr(RING)
     with pytest.raises(LiveError, match="secret or keys, not both"):
         System(LIFELINES, GUARDS, VARIABLES, secret=SECRET, keys=RING)
 

@@ -53,8 +53,10 @@ class KeyRing:
     this process runs: ``KeyRing.generate`` makes a whole ring once, ``save`` writes it,
     ``KeyRing.load(folder, "Committer")`` is what the Committer's process reads."""
 
-    public: Mapping[str, bytes] = attrs.field(converter=lambda m: dict(m))
-    private: Mapping[str, bytes] = attrs.field(factory=dict, converter=lambda m: dict(m))
+    public: Mapping[str, bytes] = attrs.field(converter=lambda m: _mapping(m, "public"))
+    private: Mapping[str, bytes] = attrs.field(  # never printed, in a log or a traceback
+        factory=dict, converter=lambda m: _mapping(m, "private"),
+        repr=lambda m: f"<the private keys of {', '.join(map(str, m)) or 'no lifeline'}>")
 
     @classmethod
     def generate(cls, lifelines: Iterable[str]) -> "KeyRing":
@@ -230,6 +232,13 @@ class Signing:
         if len(self._verified) > VERIFIED_LATELY:
             del self._verified[next(iter(self._verified))]
         return True
+
+
+def _mapping(value, which: str) -> dict:
+    if not isinstance(value, Mapping):
+        raise LiveError(f"a KeyRing's {which} keys map lifelines to 32 bytes, not "
+                        f"{type(value).__name__}")
+    return dict(value)
 
 
 def _library():
