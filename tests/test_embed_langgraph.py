@@ -22,7 +22,7 @@ from langgraph.graph import END, START, StateGraph  # noqa: E402
 
 from causal_guards.langgraph import (GraphGuards, Tokens, family, family_guards,  # noqa: E402
                                      member_label, merge_tokens)
-from cpl.live import System  # noqa: E402
+from cpl.live import KeyRing, System  # noqa: E402
 from runtime.cli import main as cli_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,9 +164,9 @@ class Chain(TypedDict, total=False):
     cpl: Tokens
 
 
-def chain_system(guard: str = "@Tester(status == passed)", secret: bytes | None = None):
+def chain_system(guard: str = "@Tester(status == passed)", **signing):
     return System(["Tester", "Committer"], {"merge": ("Committer", guard)},
-                  variables=["status"], secret=secret)
+                  variables=["status"], **signing)
 
 
 def chain_graph(guards: GraphGuards, *, with_tester: bool = True):
@@ -250,11 +250,16 @@ def hostile_value(rng: random.Random, depth: int = 0):
     return {rng.choice(keys): hostile_value(rng, depth + 1) for _ in range(rng.randrange(4))}
 
 
-def test_fuzzed_channels_and_mutated_signed_tokens_never_move_the_committer(tmp_path):
-    """Signed tokens: any change to a genuine one is refused (forged, malformed or
-    replayed); random shapes in the channel are refused; the graph always finishes."""
+@pytest.mark.parametrize("signing", ["secret", "keys"])
+def test_fuzzed_channels_and_mutated_signed_tokens_never_move_the_committer(tmp_path, signing):
+    """Signed tokens (a shared secret, or per-lifeline keys: the graph's process runs both
+    lifelines, so it holds both keys): any change to a genuine one is refused (forged,
+    malformed or replayed); random shapes in the channel are refused; the graph always
+    finishes."""
     logs = tmp_path / "logs"
-    with GraphGuards(chain_system(secret=bytes(range(32))), log=str(logs)) as guards:
+    options = {"secret": bytes(range(32))} if signing == "secret" else \
+        {"keys": KeyRing.generate(["Tester", "Committer"])}
+    with GraphGuards(chain_system(**options), log=str(logs)) as guards:
         updates = list(chain_graph(guards).stream({}, stream_mode="updates"))
         genuine = next(iter(next(u["tester"]["cpl"]["Committer"] for u in updates
                                  if "tester" in u).values()))
