@@ -10,14 +10,14 @@ every process into one ``cpl-msc/1`` trace that ``cpl eval`` re-checks.
 
 from ..lazy import face
 
-__all__ = ["Agent", "AgentLogs", "LiveError", "LogExists", "MAX_TOKEN", "MAX_TOKEN_TEXT",
-           "NotOwner", "System", "Token", "TokenRefused", "UndeclaredVariable", "UnknownLabel",
-           "UnknownLifeline"]
+__all__ = ["Agent", "AgentLogs", "LiveError", "LogExists", "LogFailed", "MAX_TOKEN",
+           "MAX_TOKEN_TEXT", "NotOwner", "System", "Token", "TokenRefused", "UndeclaredVariable",
+           "UnknownLabel", "UnknownLifeline"]
 
 face(__name__, {
     ".agent": "Agent",
-    ".errors": "LiveError LogExists NotOwner TokenRefused UndeclaredVariable UnknownLabel "
-               "UnknownLifeline",
+    ".errors": "LiveError LogExists LogFailed NotOwner TokenRefused UndeclaredVariable "
+               "UnknownLabel UnknownLifeline",
     ".log": "AgentLogs",
     ".system": "System",
     ".token": "MAX_TOKEN MAX_TOKEN_TEXT Token",

@@ -5,7 +5,8 @@ is to a choreography's lifeline: it counts the events, feeds them to the
 lifeline's monitor and records them.  The application says when an event
 happens (``act``, ``send``, ``receive``, ``decide``); the agent checks
 everything first, so a misuse or a refused token leaves the monitor, the
-counters and the log as they were.  One lock per agent makes the calls safe
+counters and the log as they were; an event its log cannot take (``LogFailed``:
+a full disk, a file size limit) is refused the same way.  One lock per agent makes the calls safe
 from several threads and from asyncio tasks (no call blocks on anything but
 its own log write).
 """
@@ -17,8 +18,9 @@ import threading
 import attrs
 
 from ..monitor import Metadata, Monitor
-from .errors import LiveError, NotOwner, TokenRefused, UnknownLifeline
+from .errors import LiveError, LogFailed, NotOwner, TokenRefused, UnknownLifeline
 from .log import AgentLog
+from .refusals import Refusals, refusal_label
 from .token import MAX_TOKEN, Token, sign
 
 REPLAY_WINDOW = 4096  # messages per sender remembered above the highest contiguous one
@@ -44,15 +46,18 @@ class Agent:
         self._sized: list = []  # the @B.x values whose token size was last checked
         self._log = AgentLog.open(log, system, lifeline, fsync, overwrite) \
             if log is not None else None
+        self._refusals = Refusals()
 
     # ------------------------------------------------------------------ events
 
     def act(self, label: str | None = None, /, **updates) -> str:
         """A local event setting ``updates``; its id."""
         self.system.check_updates(updates)
+        label = _label(label)
         with self._lock:
+            saved = self._before()
             self.monitor.act(updates)
-            return self._took("act", updates=updates, label=_label(label))
+            return self._took(saved, "act", updates=updates, label=label)
 
     def send(self, to: str, label: str | None = None, /) -> Token:
         """A send to ``to``: the token to pass on with the message."""
@@ -65,12 +70,14 @@ class Agent:
         with self._lock:
             if self._ships_values and self.monitor.varviews != self._sized:
                 self._check_size(to)
+            saved = self._before()
             metadata = self.monitor.send()
-            self.sent += 1
-            token = Token(self.system.signature, self.lifeline, to, self.sent, label, metadata)
+            token = Token(self.system.signature, self.lifeline, to, self.sent + 1, label,
+                          metadata)
             if self.system.secret is not None:
                 token = attrs.evolve(token, signature=sign(token.fields(), self.system.secret))
-            self._took("send", to=to, msg=token.msg, label=label or None)
+            self._took(saved, "send", to=to, msg=token.msg, label=label or None)
+            self.sent += 1
             return token
 
     def receive(self, token, /, **updates) -> str:
@@ -87,18 +94,22 @@ class Agent:
         with self._lock:
             self._check_clock(token)
             self._check_fresh(token)
+            saved = self._before()
             self.monitor.receive(token.metadata, updates)
+            ident = self._took(saved, "recv", updates=updates, msg=token.msg,
+                               label=token.label or None)
             self._remember(token)
-            return self._took("recv", updates=updates, msg=token.msg, label=token.label or None)
+            return ident
 
     def decide(self, label: str) -> bool:
         """A choice event deciding by the guard ``label`` (which this agent must own): its
         value, recorded with the guard."""
         guard = self._owned(label)
         with self._lock:
+            saved = self._before()
             self.monitor.choice()
             value = self.monitor.value(guard.primitive)
-            self._took("choice", label=label, guard=guard.canonical, outcome=value)
+            self._took(saved, "choice", label=label, guard=guard.canonical, outcome=value)
             return value
 
     def holds(self, label: str) -> bool:
@@ -115,14 +126,31 @@ class Agent:
         with self._lock:
             return explain_now(self, guard)
 
+    def refused(self, reason: str) -> None:
+        """Record that an input (a token, a request) was refused for ``reason``, without an
+        event per refusal: a reason's first in a second is the act ``refused: <reason>``,
+        the rest of that second one act ``refused: <reason> (<n> times)``, written at the
+        next refusal after it or at ``close`` (``cpl.live.refusals``).  A log that cannot
+        take it keeps the count for the next write; nothing is raised."""
+        self._record(self._refusals.note(reason))
+
+    def _record(self, counts) -> None:
+        for reason, count in counts:
+            try:
+                self.act(refusal_label(reason, count))
+            except LogFailed:
+                self._refusals.put_back(reason, count)
+
     # ------------------------------------------------------------------ the rest
 
     def close(self) -> None:
         """Finish the log (it says the agent closed it); the agent takes no more events."""
+        if self._log is not None:
+            self._record(self._refusals.pending())
         with self._lock:
-            if self._log is not None:
-                self._log.close(self.taken)
-                self._log = None
+            log, self._log = self._log, None
+            if log is not None:  # LogFailed if the end line finds no room: the log reads as cut
+                log.close(self.taken)
 
     def __enter__(self) -> "Agent":
         return self
@@ -139,20 +167,31 @@ class Agent:
             raise NotOwner(label, owner, self.lifeline)
         return guard
 
-    def _took(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
+    def _before(self):
+        """The monitor's state before an event, when a log may yet refuse the event."""
+        return None if self._log is None else self.monitor.saved()
+
+    def _took(self, saved, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
               outcome=None) -> str:
-        self.taken += 1
-        self.last = (kind, label)
-        if self.lifeline in self.seen:
-            self.seen[self.lifeline] = self.taken
-        ident = f"{self.lifeline}.{self.taken}"
+        """The event logged, then counted: a log that cannot take it (``LogFailed``) puts
+        the monitor back as ``saved`` it, so no count, view or value moves for an event
+        no log holds."""
+        ident = f"{self.lifeline}.{self.taken + 1}"
         if self._log is not None:  # a trace event's fields, in its order, absent ones left out
             data = {"id": ident, "lifeline": self.lifeline, "kind": kind}
             for name, value in (("to", to), ("msg", msg), ("set", updates or None),
                                 ("label", label), ("guard", guard), ("outcome", outcome)):
                 if value is not None:
                     data[name] = value
-            self._log.write(data)
+            try:
+                self._log.write(data)
+            except LogFailed:
+                self.monitor.restore(saved)
+                raise
+        self.taken += 1
+        self.last = (kind, label)
+        if self.lifeline in self.seen:
+            self.seen[self.lifeline] = self.taken
         return ident
 
     def _check_size(self, to: str) -> None:
