@@ -14,6 +14,8 @@ import re
 import subprocess
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -312,6 +314,50 @@ def test_the_example_runs_and_its_merged_trace_rechecks(tmp_path):
     assert verdict.splitlines()[-1] == "3 decisions re-checked: all agree"
     run([*cpl, "render", str(trace), "-o", str(tmp_path / "release.svg")], environment)
     assert (tmp_path / "release.svg").read_text().lstrip().startswith("<")
+
+
+CLIENTS, ROUNDS = 20, 3
+
+
+def test_the_examples_guard_holds_for_every_just_reviewed_deploy_of_20_clients(tmp_path,
+                                                                              monkeypatch):
+    """20 clients at once, one Author agent: each has its version reviewed, then deploys it
+    (allowed, though the Reviewer's latest review is mostly another client's), and asks
+    for a version nobody reviewed (refused); the merged logs re-check."""
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    from release import SECRET_VARIABLE, release_system as example_system
+    from services import start_services
+    monkeypatch.setenv(SECRET_VARIABLE, os.urandom(32).hex())  # the services inherit it
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    with ExitStack() as stack:
+        author = stack.enter_context(example_system().agent("Author", log=logs))
+        (_, reviewer), (_, deployer) = start_services(
+            [[sys.executable, str(EXAMPLE / "services.py"), role, "--logs", str(logs)]
+             for role in ("reviewer", "deployer")], stack)
+        client = stack.enter_context(httpx.Client(timeout=30, event_hooks=causal_hooks(
+            author, {reviewer: "Reviewer", deployer: "Deployer"})))
+
+        def one_client(k: int) -> list[tuple[str, int]]:
+            answers = []
+            for r in range(ROUNDS):
+                version = f"c{k}-r{r}"
+                assert client.post(f"{reviewer}/review", params={"version": version}).is_success
+                answers.append(("reviewed", client.post(f"{deployer}/deploy",
+                                                        params={"version": version}).status_code))
+            answers.append(("unreviewed", client.post(
+                f"{deployer}/deploy", params={"version": f"c{k}-never"}).status_code))
+            return answers
+
+        with ThreadPoolExecutor(CLIENTS) as pool:
+            answers = [a for client_answers in pool.map(one_client, range(CLIENTS))
+                       for a in client_answers]
+    assert Counter(answers) == Counter({("reviewed", 200): CLIENTS * ROUNDS,
+                                        ("unreviewed", 403): CLIENTS})
+    cpl = [sys.executable, "-m", "runtime.cli"]
+    run([*cpl, "merge", str(logs), "-o", str(tmp_path / "t.jsonl")], dict(os.environ))
+    verdict = run([*cpl, "eval", str(tmp_path / "t.jsonl")], dict(os.environ))
+    assert verdict.splitlines()[-1] == f"{CLIENTS * (ROUNDS + 1)} decisions re-checked: all agree"
 
 
 def run(command: list[str], environment: dict[str, str]) -> str:

@@ -28,10 +28,15 @@ from release import release_system
 
 
 def reviewer_app(agent: Agent) -> Starlette:
-    """``POST /review?version=V`` approves V: the approval is an act on the Reviewer."""
+    """``POST /review?version=V`` approves V: an act on the Reviewer that adds V to the
+    versions it approved (a new list each time: a value once recorded never changes)."""
+    approved: list[str] = []
+
     async def review(request: Request) -> JSONResponse:
         version = request.query_params.get("version", "")
-        agent.act("approve", approved=True, version=version)
+        if version not in approved:
+            approved.append(version)
+        agent.act("approve", approved=list(approved))
         return JSONResponse({"approved": version})
 
     return Starlette(routes=[Route("/review", review, methods=["POST"])],
