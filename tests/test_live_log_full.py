@@ -246,3 +246,23 @@ def test_a_thousand_refused_requests_grow_the_log_by_a_bounded_amount(tmp_path):
         reason, count = refusals_of(event["label"])
         totals[reason] += count
     assert totals == Counter({"missing": 500, "malformed": 500})
+
+
+def test_a_step_that_raises_leaves_no_line_in_the_log(tmp_path):
+    """The line is written before the monitor steps: a user predicate that raises takes
+    it back, so the log never holds an event the agent did not count (nor an id twice)."""
+    from cpl.errors import EvaluationError
+    from cpl.lang import DEFAULT
+    from cpl.live import System
+
+    registry = DEFAULT.child()
+    registry.register("picky", lambda x: 1 / (x != "boom") > 0, 1)
+    system = System(["A", "B"], {"g": ("A", "picky(x)")}, ["x"], predicates=registry)
+    agent = system.agent("A", log=tmp_path)
+    agent.act(x="fine")
+    with pytest.raises(EvaluationError):
+        agent.act(x="boom")
+    agent.act(x="fine again")
+    agent.close()
+    events = events_of(tmp_path / "A.jsonl")
+    assert [(e["id"], e["set"]["x"]) for e in events] == [("A.1", "fine"), ("A.2", "fine again")]

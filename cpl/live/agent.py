@@ -55,9 +55,13 @@ class Agent:
         self.system.check_updates(updates)
         label = _label(label)
         with self._lock:
-            saved = self._before()
-            self.monitor.act(updates)
-            return self._took(saved, "act", updates=updates, label=label)
+            written = self._write("act", updates=updates, label=label)
+            try:
+                self.monitor.act(updates)
+            except BaseException:  # a predicate that raised: the line goes too
+                self._unwrite(written)
+                raise
+            return self._took("act", label)
 
     def send(self, to: str, label: str | None = None, /) -> Token:
         """A send to ``to``: the token to pass on with the message."""
@@ -70,14 +74,18 @@ class Agent:
         with self._lock:
             if self._ships_values and self.monitor.varviews != self._sized:
                 self._check_size(to)
-            saved = self._before()
-            metadata = self.monitor.send()
-            token = Token(self.system.signature, self.lifeline, to, self.sent + 1, label,
-                          metadata)
+            written = self._write("send", to=to, msg=f"{self.lifeline}:{self.sent + 1}",
+                                  label=label or None)
+            try:
+                metadata = self.monitor.send()
+            except BaseException:
+                self._unwrite(written)
+                raise
+            self.sent += 1
+            token = Token(self.system.signature, self.lifeline, to, self.sent, label, metadata)
             if self.system.secret is not None:
                 token = attrs.evolve(token, signature=sign(token.fields(), self.system.secret))
-            self._took(saved, "send", to=to, msg=token.msg, label=label or None)
-            self.sent += 1
+            self._took("send", label or None)
             return token
 
     def receive(self, token, /, **updates) -> str:
@@ -94,22 +102,30 @@ class Agent:
         with self._lock:
             self._check_clock(token)
             self._check_fresh(token)
-            saved = self._before()
-            self.monitor.receive(token.metadata, updates)
-            ident = self._took(saved, "recv", updates=updates, msg=token.msg,
-                               label=token.label or None)
+            written = self._write("recv", updates=updates, msg=token.msg,
+                                  label=token.label or None)
+            try:
+                self.monitor.receive(token.metadata, updates)
+            except BaseException:
+                self._unwrite(written)
+                raise
             self._remember(token)
-            return ident
+            return self._took("recv", token.label or None)
 
     def decide(self, label: str) -> bool:
         """A choice event deciding by the guard ``label`` (which this agent must own): its
         value, recorded with the guard."""
         guard = self._owned(label)
-        with self._lock:
-            saved = self._before()
+        with self._lock:  # the value is the monitor's after the step: so step, log, or undo
+            saved = None if self._log is None else self.monitor.saved()
             self.monitor.choice()
             value = self.monitor.value(guard.primitive)
-            self._took(saved, "choice", label=label, guard=guard.canonical, outcome=value)
+            try:
+                self._write("choice", label=label, guard=guard.canonical, outcome=value)
+            except LogFailed:
+                self.monitor.restore(saved)
+                raise
+            self._took("choice", label)
             return value
 
     def holds(self, label: str) -> bool:
@@ -167,32 +183,31 @@ class Agent:
             raise NotOwner(label, owner, self.lifeline)
         return guard
 
-    def _before(self):
-        """The monitor's state before an event, when a log may yet refuse the event."""
-        return None if self._log is None else self.monitor.saved()
+    def _write(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
+               outcome=None) -> int:
+        """The next event's line, before anything of the event is taken: a log that cannot
+        take it raises ``LogFailed`` with the agent as it was.  The bytes written."""
+        if self._log is None:
+            return 0
+        data = {"id": f"{self.lifeline}.{self.taken + 1}", "lifeline": self.lifeline,
+                "kind": kind}  # a trace event's fields, in its order, absent ones left out
+        for name, value in (("to", to), ("msg", msg), ("set", updates or None),
+                            ("label", label), ("guard", guard), ("outcome", outcome)):
+            if value is not None:
+                data[name] = value
+        return self._log.write(data)
 
-    def _took(self, saved, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
-              outcome=None) -> str:
-        """The event logged, then counted: a log that cannot take it (``LogFailed``) puts
-        the monitor back as ``saved`` it, so no count, view or value moves for an event
-        no log holds."""
-        ident = f"{self.lifeline}.{self.taken + 1}"
-        if self._log is not None:  # a trace event's fields, in its order, absent ones left out
-            data = {"id": ident, "lifeline": self.lifeline, "kind": kind}
-            for name, value in (("to", to), ("msg", msg), ("set", updates or None),
-                                ("label", label), ("guard", guard), ("outcome", outcome)):
-                if value is not None:
-                    data[name] = value
-            try:
-                self._log.write(data)
-            except LogFailed:
-                self.monitor.restore(saved)
-                raise
+    def _unwrite(self, written: int) -> None:
+        if written:
+            self._log.take_back(written)
+
+    def _took(self, kind: str, label) -> str:
+        """The event logged and stepped: now counted."""
         self.taken += 1
         self.last = (kind, label)
         if self.lifeline in self.seen:
             self.seen[self.lifeline] = self.taken
-        return ident
+        return f"{self.lifeline}.{self.taken}"
 
     def _check_size(self, to: str) -> None:
         """A token carries the ``@B.x`` values this agent has seen: one too large for any

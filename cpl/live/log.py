@@ -74,11 +74,17 @@ class AgentLog:
         log._line(header)
         return log
 
-    def write(self, data: dict) -> None:
+    def write(self, data: dict) -> int:
         """One event, ``data`` its fields as a trace holds them (``Event.to_dict``'s form,
-        built directly by the agent: a fifth of a logged event's cost went to the Event)."""
+        built directly by the agent: a fifth of a logged event's cost went to the Event);
+        the bytes written."""
         data["time"] = round(time.time(), 6)
-        self._line(data)
+        return self._line(data)
+
+    def take_back(self, written: int) -> None:
+        """The last line written, taken back (the agent's step after it failed)."""
+        if self._descriptor >= 0:
+            os.ftruncate(self._descriptor, os.fstat(self._descriptor).st_size - written)
 
     def close(self, events: int) -> None:
         """The end line, then the file closed (closed too when the end line finds no room:
@@ -90,12 +96,12 @@ class AgentLog:
                 os.close(self._descriptor)
                 self._descriptor = -1
 
-    def _line(self, data: dict) -> None:
+    def _line(self, data: dict) -> int:
         """One whole line, or ``LogFailed`` and the file as it was: a write cut short by a
         full disk or a file size limit is taken back, so no torn line is left for the
         merge and the event it held is in neither the log nor the agent."""
         if self._descriptor < 0:
-            return
+            return 0
         line = (encode_json(data) + "\n").encode("utf-8")
         written = 0
         try:
@@ -109,6 +115,7 @@ class AgentLog:
                 os.fsync(self._descriptor)
         except OSError as error:
             self._take_back(written, error)
+        return written
 
     def _take_back(self, written: int, error: OSError) -> None:
         why = error.strerror or str(error)
