@@ -266,3 +266,51 @@ def test_a_step_that_raises_leaves_no_line_in_the_log(tmp_path):
     agent.close()
     events = events_of(tmp_path / "A.jsonl")
     assert [(e["id"], e["set"]["x"]) for e in events] == [("A.1", "fine"), ("A.2", "fine again")]
+
+
+def test_an_app_or_tool_whose_own_event_finds_no_room_is_a_503_or_an_error_result(tmp_path):
+    """The app's (the tool's) own ``act`` raising ``LogFailed`` before it answers: the
+    adapter answers for it, by name, as for its own events."""
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from cpl.live import LogFailed
+
+    def full(*_):
+        raise LogFailed("Deployer", "logs/Deployer.jsonl", "No space left on device")
+
+    system = release_system()
+    deployer, author = system.agent("Deployer"), system.agent("Author")
+    app = Starlette(routes=[Route("/status", full)],
+                    middleware=[Middleware(CausalMiddleware, agent=deployer)])
+    with TestClient(app, raise_server_exceptions=False) as client:
+        plain = client.get("/status")
+        tokened = client.get("/status", headers={"cpl-token": author.send("Deployer").text})
+    for response in (plain, tokened):
+        assert response.status_code == 503 and response.json()["reason"] == "log"
+        assert "No space left on device" in response.json()["detail"]
+        assert "cpl-token" not in response.headers
+
+    pytest.importorskip("mcp", reason="mcp is not installed (pip install 'causal-guards[mcp]')")
+    from mcp import Client
+    from mcp.server.mcpserver import MCPServer
+
+    from causal_guards.mcp import CausalTools, call_tool
+
+    server, tools = MCPServer("deployer"), CausalTools(deployer)
+
+    @server.tool()
+    @tools.tool()
+    def deploy(version: str) -> str:
+        """Deploy, or find the log full."""
+        full()
+
+    async def call():
+        async with Client(server) as client:
+            return await call_tool(client, author, "Deployer", "deploy", {"version": "v1"})
+
+    result = asyncio.run(asyncio.wait_for(call(), 20))
+    assert result.is_error and "No space left on device" in result.content[0].text
+    assert result.content[0].text.startswith("deploy refused: the server's log cannot take")

@@ -23,7 +23,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from causal_guards.http import CausalMiddleware, GuardedRoute
-from cpl.live import Agent, LogExists
+from cpl.live import Agent, LogExists, LogFailed
 from release import release_system
 
 
@@ -116,5 +116,9 @@ if __name__ == "__main__":
     except LogExists as error:  # said on the line the parent reads for the port
         print(f"{parser.prog}: {error.path} exists already: give --overwrite to replace it")
         sys.exit(2)
-    with agent:
-        serve_until_input_closes(make_app(agent))
+    try:
+        with agent:
+            serve_until_input_closes(make_app(agent))
+    except LogFailed as error:  # no room for the end line: cpl merge reads the log as cut
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        sys.exit(1)

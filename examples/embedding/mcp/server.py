@@ -11,7 +11,7 @@ import sys
 from mcp.server.mcpserver import MCPServer
 
 from causal_guards.mcp import CausalTools
-from cpl.live import LogExists
+from cpl.live import LogExists, LogFailed
 from mail_system import SECRET_VARIABLE, SEND, mail_system
 
 
@@ -45,8 +45,12 @@ def main() -> int:
         print(f"server.py: {error.path} exists already: give --overwrite to replace it",
               file=sys.stderr)
         return 2
-    with mailer:
-        mail_server(mailer).run("stdio")
+    try:
+        with mailer:
+            mail_server(mailer).run("stdio")
+    except LogFailed as error:  # no room for the end line: cpl merge reads the log as cut
+        print(f"server.py: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
