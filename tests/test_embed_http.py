@@ -30,9 +30,8 @@ from starlette.testclient import TestClient
 
 from causal_guards.http import (CausalMiddleware, GuardedRoute, Peers, async_causal_hooks,
                                 causal_hooks)
-from cpl.live.refusals import refusals_of
 from cpl.live import (MAX_TOKEN_TEXT, NotOwner, System, UndeclaredVariable, UnknownLabel,
-                      UnknownLifeline)
+                      UnknownLifeline, refusals_of)
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "embedding" / "http"

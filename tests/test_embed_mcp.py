@@ -21,8 +21,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import CallToolResult, TextContent
 
 from causal_guards.mcp import TOKEN_KEY, CausalTools, call_tool
-from cpl.live import MAX_TOKEN_TEXT, NotOwner, System, UndeclaredVariable, UnknownLabel
-from cpl.live.refusals import refusals_of
+from cpl.live import (MAX_TOKEN_TEXT, NotOwner, System, UndeclaredVariable, UnknownLabel,
+                      refusals_of)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 EXAMPLE = os.path.join(ROOT, "examples", "embedding", "mcp", "run.py")

@@ -12,13 +12,14 @@ from ..lazy import face
 
 __all__ = ["Agent", "AgentLogs", "LiveError", "LogExists", "LogFailed", "MAX_TOKEN",
            "MAX_TOKEN_TEXT", "NotOwner", "System", "Token", "TokenRefused", "UndeclaredVariable",
-           "UnknownLabel", "UnknownLifeline"]
+           "UnknownLabel", "UnknownLifeline", "refusals_of"]
 
 face(__name__, {
     ".agent": "Agent",
     ".errors": "LiveError LogExists LogFailed NotOwner TokenRefused UndeclaredVariable "
                "UnknownLabel UnknownLifeline",
     ".log": "AgentLogs",
+    ".refusals": "refusals_of",
     ".system": "System",
     ".token": "MAX_TOKEN MAX_TOKEN_TEXT Token",
 })
