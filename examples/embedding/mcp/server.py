@@ -11,6 +11,7 @@ import sys
 from mcp.server.mcpserver import MCPServer
 
 from causal_guards.mcp import CausalTools
+from causal_guards.mcp_stdio import run_stdio
 from cpl.live import LogExists, LogFailed
 from mail_system import SECRET_VARIABLE, SEND, mail_system
 
@@ -47,7 +48,7 @@ def main() -> int:
         return 2
     try:
         with mailer:
-            mail_server(mailer).run("stdio")
+            run_stdio(mail_server(mailer))  # server.run("stdio"), but no request goes unanswered
     except LogFailed as error:  # no room for the end line: cpl merge reads the log as cut
         print(f"server.py: {error}", file=sys.stderr)
         return 1
