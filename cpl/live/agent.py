@@ -6,7 +6,8 @@ lifeline's monitor and records them.  The application says when an event
 happens (``act``, ``send``, ``receive``, ``decide``); the agent checks
 everything first, so a misuse or a refused token leaves the monitor, the
 counters and the log as they were; an event its log cannot take (``LogFailed``:
-a full disk, a file size limit) is refused the same way.  One lock per agent makes the calls safe
+a full disk, a file size limit) is refused the same way, its line written
+before anything of it is counted.  One lock per agent makes the calls safe
 from several threads and from asyncio tasks (no call blocks on anything but
 its own log write).
 """
