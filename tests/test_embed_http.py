@@ -315,7 +315,7 @@ def test_the_example_runs_and_its_merged_trace_rechecks(tmp_path):
     assert (tmp_path / "release.svg").read_text().lstrip().startswith("<")
 
 
-CLIENTS, ROUNDS = 20, 3
+CLIENTS, ROUNDS = 20, 2
 
 
 def test_the_examples_guard_holds_for_every_just_reviewed_deploy_of_20_clients(tmp_path,

@@ -76,7 +76,7 @@ def test_an_event_the_log_cannot_take_is_refused_whole_and_the_agent_goes_on(tmp
 
 # -- the HTTP adapter -----------------------------------------------------------------------------
 
-REQUESTS, CLIENTS = 200, 8
+REQUESTS, CLIENTS = 120, 8
 
 
 def test_a_full_log_makes_http_503s_and_the_service_goes_on(tmp_path):
