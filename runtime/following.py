@@ -5,7 +5,9 @@ second, whatever the load), so the supervisor merges the logs into the trace whi
 run goes (:mod:`cpl.trace.merge`, the logs read as they grow), in slices short enough
 that its control frames are heard meanwhile.  Four lifelines can log faster than one
 merging process on two cores, so while the merge stays behind for more than
-``MERGE_LAG`` the lifelines the launchers can pause (their own children) wait.
+``MERGE_LAG`` the lifelines the launchers can pause (their own children) wait, and
+so do those that ship their logs (Ray's actors): the supervisor takes no frame
+from them meanwhile, and their next shipment waits for room.
 """
 
 from __future__ import annotations
