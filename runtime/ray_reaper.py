@@ -6,13 +6,16 @@ session folder on disk.  Nothing in a killed process can clean up, so the
 cleaning is done by this small watcher, started before Ray in a session of its
 own (a terminal's Ctrl-C to ``cpl run``'s group does not reach it) with one end
 of a pipe: it waits for that pipe to close — ``cpl run`` ended, however — and
-then kills every process that holds a file in the session folder, or has it
-for its working folder or on its command line (every Ray process of that
-session does: its logs and sockets are there), until none is left, and removes
-the folder.  On a normal end Ray is shut down first and the watcher finds
+then kills every process of ``cpl run``'s session (Ray's processes stay in it,
+each worker in a process group of its own) that holds a file in the session
+folder, or has it for its working folder or on its command line (every Ray
+process of that session does: its logs and sockets are there), until none is
+left, and removes the folder.  A process of another session is never touched
+(someone reading Ray's logs there), nor ``cpl run`` and its parent (the shell
+that started it).  On a normal end Ray is shut down first and the watcher finds
 little or nothing to kill.
 
-This file runs as a script (``python -I ray_reaper.py FOLDER``): it imports the
+This file runs as a script (``python -I ray_reaper.py FOLDER PID SID PARENT``): it imports the
 standard library only, so it starts in tens of milliseconds, with no
 environment of the run's.
 """
@@ -37,8 +40,8 @@ class Reaper:
     def __init__(self, folder: str):
         self.folder = folder
         self.process = subprocess.Popen(
-            [sys.executable, "-I", os.path.abspath(__file__), folder, str(os.getpid())],
-            stdin=subprocess.PIPE,
+            [sys.executable, "-I", os.path.abspath(__file__), folder,
+             *map(str, (os.getpid(), os.getsid(0), os.getppid()))], stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd="/",
             start_new_session=True)  # the pipe's end is ours alone (not inherited)
 
@@ -51,9 +54,9 @@ class Reaper:
             pass
 
 
-def holding(folder: str, spared=()) -> list[int]:
-    """Every live process but ``spared`` ones whose working folder, an open file or command line
-    is inside ``folder``."""
+def holding(folder: str, spared=(), session: int | None = None) -> list[int]:
+    """Every live process of ``session`` (any, if None) but ``spared`` ones whose working
+    folder, an open file or command line is inside ``folder``."""
     inside = os.path.realpath(folder) + os.sep
     wanted = inside.encode()
     found = []
@@ -62,8 +65,9 @@ def holding(folder: str, spared=()) -> list[int]:
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as handle:
-                if handle.read().rsplit(b")", 1)[1].split()[0] in (b"Z", b"X"):
-                    continue
+                fields = handle.read().rsplit(b")", 1)[1].split()  # state ppid pgrp session
+            if fields[0] in (b"Z", b"X") or session is not None and int(fields[3]) != session:
+                continue
             with open(f"/proc/{entry}/cmdline", "rb") as handle:
                 if wanted in handle.read():
                     found.append(int(entry))
@@ -81,15 +85,16 @@ def holding(folder: str, spared=()) -> list[int]:
     return found
 
 
-def sweep(folder: str, spared=(), patience: float = PATIENCE) -> None:
-    """Kill what holds ``folder`` (but this process and ``spared``) until nothing has for
-    ``QUIET`` seconds (a process being started meanwhile is found next time), then remove
-    it."""
+def sweep(folder: str, spared=(), session: int | None = None,
+          patience: float = PATIENCE) -> None:
+    """Kill what of ``session`` holds ``folder`` (but this process and ``spared``) until
+    nothing has for ``QUIET`` seconds (a process being started meanwhile is found next
+    time), then remove it."""
     spared = {os.getpid(), *spared}
     deadline = time.monotonic() + patience
     quiet_since = None
     while time.monotonic() < deadline:
-        found = holding(folder, spared)
+        found = holding(folder, spared, session)
         for pid in found:
             try:
                 os.kill(pid, signal.SIGKILL)
@@ -106,8 +111,9 @@ def sweep(folder: str, spared=(), patience: float = PATIENCE) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
-def main(folder: str, driver: int) -> None:
-    """``driver``: ``cpl run``, spared if it is still there (a normal end: it waits for us)."""
+def main(folder: str, driver: int, session: int, parent: int) -> None:
+    """``driver``: ``cpl run``, spared if it is still there (a normal end: it waits for us);
+    ``session`` its session; ``parent`` its parent, spared too."""
     for number in (signal.SIGINT, signal.SIGHUP, signal.SIGPIPE):
         signal.signal(number, signal.SIG_IGN)  # a closed terminal is no reason to stop
     try:
@@ -115,8 +121,8 @@ def main(folder: str, driver: int) -> None:
             pass
     except OSError:
         pass
-    sweep(folder, spared=(driver,))
+    sweep(folder, (driver, parent), session)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], int(sys.argv[2]))
+    main(sys.argv[1], *map(int, sys.argv[2:5]))

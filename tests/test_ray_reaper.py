@@ -1,7 +1,9 @@
 """The watcher that ends a Ray ``cpl run`` started, once ``cpl run`` is gone
-(``runtime.ray_reaper``), without Ray: a driver that starts it and a stand-in for
-Ray's processes (holding a file in the folder, or working in it, in sessions of
-their own as Ray's agents are), then the driver killed with -9 or ended."""
+(``runtime.ray_reaper``), without Ray: a driver that starts it and stand-ins for
+Ray's processes (holding a file in the folder, or working in it, each in a process
+group of its own in the driver's session, as Ray's workers are), and one of another
+session working there too (someone reading the logs), then the driver killed with -9
+or ended."""
 
 from __future__ import annotations
 
@@ -22,8 +24,9 @@ DRIVER = textwrap.dedent("""
     open(folder + "/driver.log", "w")  # the driver holds a file there too (Ray's does)
     keeps = [
         subprocess.Popen(["sleep", "300"], stdout=open(folder + "/a.log", "w"),
-                         start_new_session=True),  # a file open in the folder
-        subprocess.Popen(["sleep", "301"], cwd=folder, start_new_session=True),  # working there
+                         process_group=0),  # a file open in the folder
+        subprocess.Popen(["sleep", "301"], cwd=folder, process_group=0),  # working there
+        subprocess.Popen(["sleep", "302"], cwd=folder, start_new_session=True),  # not ours
     ]
     print(" ".join(str(p.pid) for p in keeps), flush=True)
     if sys.argv[2] == "end":
@@ -47,7 +50,7 @@ def driver(folder, how: str) -> tuple[subprocess.Popen, list[int]]:
                                env=dict(os.environ, PYTHONPATH=str(ROOT)),
                                start_new_session=True)
     pids = [int(pid) for pid in process.stdout.readline().split()]
-    assert len(pids) == 2 and all(map(alive, pids))
+    assert len(pids) == 3 and all(map(alive, pids))
     return process, pids
 
 
@@ -55,15 +58,17 @@ def test_a_driver_killed_with_9_leaves_no_process_holding_the_folder_nor_the_fol
     folder = tmp_path / "session"
     folder.mkdir(mode=0o700)
     process, pids = driver(folder, "wait")
+    ours, outsider = pids[:2], pids[2]
     try:
         time.sleep(0.3)
         assert all(map(alive, pids)) and folder.exists()  # nothing happens while it lives
         process.kill()
         killed = time.monotonic()
         process.wait(10)
-        assert wait_until(lambda: not any(map(alive, pids)) and not folder.exists(), 10), \
-            ([pid for pid in pids if alive(pid)], folder.exists())
+        assert wait_until(lambda: not any(map(alive, ours)) and not folder.exists(), 10), \
+            ([pid for pid in ours if alive(pid)], folder.exists())
         assert time.monotonic() - killed < 3
+        assert alive(outsider)  # of another session: not the run's
     finally:
         for pid in pids:
             if alive(pid):
@@ -78,7 +83,8 @@ def test_a_driver_that_ends_the_watcher_itself_is_spared(tmp_path):
     process, pids = driver(folder, "end")
     try:
         assert process.stdout.readline().strip() == "closed"
-        assert alive(process.pid) and not any(map(alive, pids)) and not folder.exists()
+        assert alive(process.pid) and not any(map(alive, pids[:2])) and not folder.exists()
+        assert alive(pids[2])
     finally:
         process.kill()
         process.wait(10)
