@@ -28,9 +28,11 @@ import math
 import os
 import secrets
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import threading
 
 from ..ray_launcher import TOKEN, Place, node_of
 from ..ray_reaper import Reaper
@@ -68,10 +70,13 @@ def ray_session(address: str):
         try:
             if target is None:
                 reaper = Reaper(folder)  # first: a kill -9 from now on leaves no Ray behind
-                ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
-                         _temp_dir=os.path.join(folder, "r"), **quiet)
-            else:
-                ray.init(address=target, **quiet)
+            with sigterm_as_ctrl_c():
+                if target is None:
+                    ray.init(address="local", _node_ip_address="127.0.0.1",
+                             include_dashboard=False, _temp_dir=os.path.join(folder, "r"),
+                             **quiet)
+                else:
+                    ray.init(address=target, **quiet)
         except Exception as error:  # noqa: BLE001 - Ray raises many kinds for one cause
             with contextlib.suppress(Exception):
                 ray.shutdown()
@@ -87,6 +92,27 @@ def ray_session(address: str):
             reaper.close()  # it kills what Ray left (nothing, mostly) and removes the folder
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c():
+    """While Ray starts, SIGTERM is a Ctrl-C (``KeyboardInterrupt``: ``cpl run`` ends, 130,
+    and Ray with it).  ``ray.init`` sets a SIGTERM handler of its own that raises
+    ``SystemExit`` wherever the main thread is, and one raised in a finaliser is lost:
+    the run went on, a SIGTERM sent at its start unheeded.  Ray is kept from setting it
+    (its setter, private, is looked up at each call: replaced for the block)."""
+    import ray._private.utils as utils  # private, and so kept in this one place
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    setter = utils.set_sigterm_handler
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = setter
+        signal.signal(signal.SIGTERM, previous)
 
 
 def own_token() -> None:
