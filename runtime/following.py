@@ -49,6 +49,13 @@ class Following:
         self.lagging = (self.lagging or now) if self.behind else None
         return self.hold(self.lagging is not None and now - self.lagging > MERGE_LAG)
 
+    def waiting(self, longest: float) -> bool:
+        """Whether the lifelines that ship their logs wait (the supervisor takes no frame:
+        their next shipment waits for room, as a paused local lifeline does): while held,
+        for ``longest`` seconds at most (a shipment that waits too long is dropped)."""
+        return self.held and self.lagging is not None and \
+            time.monotonic() - self.lagging < longest
+
     def merge_for(self, seconds: float) -> bool:
         """Merge what the logs hold for at most ``seconds``; whether it was all."""
         until = time.monotonic() + seconds

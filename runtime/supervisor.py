@@ -216,7 +216,7 @@ class Supervisor:
             poller.register(woken, zmq.POLLIN)
         while True:
             if dict(poller.poll(0 if self.following.behind else 100)).get(control) and \
-                    not self.following.held:  # lifelines that ship their logs wait for us
+                    not self.following.waiting(SUPERVISOR_SILENCE / 4):  # a shipment waits
                 until = time.monotonic() + HEAR_SLICE
                 self._hear(control, self.endpoints,
                            lambda: self.interrupts.count or time.monotonic() > until)
