@@ -15,9 +15,9 @@ left, and removes the folder.  A process of another session is never touched
 that started it).  On a normal end Ray is shut down first and the watcher finds
 little or nothing to kill.
 
-This file runs as a script (``python -I ray_reaper.py FOLDER PID SID PARENT``): it imports the
-standard library only, so it starts in tens of milliseconds, with no
-environment of the run's.
+This file runs as a script (``python -I ray_reaper.py FOLDER PID SID PARENT``):
+it imports the standard library only, so it starts in tens of milliseconds,
+with no environment of the run's.
 """
 
 from __future__ import annotations
