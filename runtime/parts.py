@@ -65,6 +65,16 @@ class Parts:
                 "reported": self.reported or {}})
 
     @classmethod
+    def of_run(cls, folder: str, plan, inputs: dict, seed, run_id: str) -> Parts:
+        """The parts of a run of ``plan`` over processes, as its supervisor keeps them."""
+        header = {key: list(value) if isinstance(value, tuple) else value
+                  for key, value in plan.header(inputs).items()}
+        return cls(folder, header, {
+            "choreography": plan.name, "seed": seed, "inputs": dict(inputs), "run": run_id,
+            "processes": True}, reported={
+                name: list(names) for name, names in plan.choreography.results.items()})
+
+    @classmethod
     def read(cls, folder: str) -> Parts:
         """The parts in ``folder``; ``PartsError`` naming what is wrong."""
         path = os.path.join(folder, IDENTITY)

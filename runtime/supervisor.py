@@ -120,7 +120,7 @@ class Supervisor:
             self.folder = self.parts or scope.enter_context(
                 tempfile.TemporaryDirectory(prefix="cpl-run-", ignore_cleanup_errors=True))
             self._keep()
-            last = LastValues(self.lifelines, self._header().get("init"),
+            last = LastValues(self.lifelines, self.plan.header(self.inputs).get("init"),
                               self.plan.choreography.results)
             self.following = Following({name: self._log(name) for name in self.lifelines},
                                        last.seeing(write), self.launchers, scope)
@@ -175,20 +175,10 @@ class Supervisor:
         without us (``runtime.parts``), before any lifeline starts."""
         try:
             os.makedirs(self.folder, exist_ok=True)
-            self._parts().keep()
+            Parts.of_run(self.folder, self.plan, self.inputs, self.seed, self.run_id).keep()
         except OSError as error:
             raise TraceError(f"cannot keep the run's logs: {error.strerror or error}",
                              self.folder) from None
-
-    def _header(self) -> dict:
-        return {key: list(value) if isinstance(value, tuple) else value
-                for key, value in self.plan.header(self.inputs).items()}
-
-    def _parts(self) -> Parts:
-        return Parts(self.folder, self._header(), {
-            "choreography": self.plan.name, "seed": self.seed, "inputs": dict(self.inputs),
-            "run": self.run_id, "processes": True}, reported={
-                name: list(names) for name, names in self.plan.choreography.results.items()})
 
     def _log(self, name: str) -> str:
         return log_of(self.folder, self.lifelines.index(name))

@@ -38,6 +38,7 @@ NEWCOMER_FILES = {  # file -> what it needs that a fresh machine may lack
     "test_view_values.py": "dot",
     "test_view_html.py": "chromium",
     "test_runtime_ray.py": "ray",
+    "test_runtime_ray_leftovers.py": "ray",
     "test_bench_smoke.py": "ray",
 }
 
