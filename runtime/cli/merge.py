@@ -28,7 +28,8 @@ _END_LINE = re.compile(rb'\s*\{\s*"end"\s*:')
 
 
 def cmd_merge(args) -> int:
-    from cpl.trace import Trace, TraceWriter, merge_logs, open_trace
+    from cpl.trace import (Trace, TraceWriter, as_ended, incomplete, merge_logs, open_trace,
+                           unplaced_of)
 
     source = _source(args.parts)
     if source is None:
@@ -37,6 +38,8 @@ def cmd_merge(args) -> int:
     lifelines = tuple(header["lifelines"])
     _may_replace(args.output, what if source.is_parts else None, args.force,
                  source.meta.get("run") if source.is_parts else None)
+    side = unplaced_of(args.output)
+    kept = _Kept(side, args.output)
     temporary = _beside(args.output)
     try:
         try:
@@ -51,11 +54,18 @@ def cmd_merge(args) -> int:
                 from ..results import LastValues
                 last = LastValues(lifelines, header.get("init"), source.reported)
             placed = merge_logs(source.logs, lifelines,
-                                writer.write if last is None else last.seeing(writer.write))
+                                writer.write if last is None else last.seeing(writer.write),
+                                kept.add)
+            kept.close()
             if last is not None:
                 placed["results"] = last.results()
-            meta = {key: value for key, value in source.meta.items() if key != "unmerged"}
-            writer.close({**meta, **placed})  # whole now
+            meta = {key: value for key, value in as_ended(source.meta).items()
+                    if key != "unmerged"}
+            found = placed.pop("incomplete", None)
+            meta = {**meta, **placed}
+            if found is not None:
+                meta = incomplete(meta, found, side if kept.count else None)
+            writer.close(meta)  # whole now
         try:
             trace = open_trace(temporary, lambda _: None)
             count = len(trace.events) if isinstance(trace, Trace) \
@@ -63,18 +73,22 @@ def cmd_merge(args) -> int:
         except TraceError as error:
             raise TraceError(f"the logs in {what} do not make a valid trace: "
                              f"{error.message}", args.output) from None
+        kept.keep()
         os.replace(temporary, args.output)
     except TraceError as error:
         print(f"cpl merge: {_renamed(error, temporary, args.output)}\n  {args.output} and "
               f"{what} are as they were", file=sys.stderr)
         return EXIT_FAILED
     finally:
+        kept.discard()
         if os.path.lexists(temporary):
             os.unlink(temporary)
     transit = len(placed["in_transit"])
     print(f"{args.output}: {_counted(count, 'event')} of {_counted(len(lifelines), 'lifeline')}"
           f", {_counted(transit, 'message')} in transit, {placed['unplaced']:,} unplaced"
-          + (f"; {what} may be deleted" if source.is_parts else ""))
+          + (f"; {what} may be deleted" if source.is_parts and found is None else ""))
+    if found is not None:
+        print(f"cpl merge: {args.output} is incomplete: {meta['error']}", file=sys.stderr)
     cut = _cut_off(source)
     if cut:
         one = len(cut) == 1
@@ -83,7 +97,54 @@ def cmd_merge(args) -> int:
               f"\n  {args.output} holds every event logged so far and says 'vanished'; if "
               f"{'it is' if one else 'they are'} still running, merge again after "
               f"{'it closes' if one else 'they close'}", file=sys.stderr)
-    return EXIT_OK
+    return EXIT_OK if found is None else EXIT_FAILED
+
+
+class _Kept:
+    """The lines a merge could not place, kept a line at a time in a file beside the trace
+    being built, which ``keep()`` names ``side`` (``cpl.trace.unplaced_of``) with the trace;
+    none, none made."""
+
+    def __init__(self, side: str, trace: str):
+        self.side, self.trace, self.count = side, trace, 0
+        self._path = self._handle = None
+
+    def add(self, kept: dict) -> None:
+        from cpl.trace import UNPLACED_FORMAT, line_of
+        if self._handle is None:
+            self._path = _beside(self.side)
+            self._handle = open(self._path, "w", encoding="utf-8")
+            self._write(line_of({"format": UNPLACED_FORMAT, "trace": self.trace}))
+        self._write(line_of(kept))
+        self.count += 1
+
+    def close(self) -> None:
+        if self._handle is not None:
+            try:
+                self._handle.close()
+            except OSError as error:
+                raise self._failed(error) from None
+
+    def keep(self) -> None:
+        if self._path is not None:
+            os.replace(self._path, self.side)
+            self._path = None
+
+    def discard(self) -> None:
+        if self._handle is not None and not self._handle.closed:
+            self._handle.close()
+        if self._path is not None and os.path.lexists(self._path):
+            os.unlink(self._path)
+
+    def _write(self, line: str) -> None:
+        try:
+            self._handle.write(line)
+        except OSError as error:
+            raise self._failed(error) from None
+
+    def _failed(self, error: OSError) -> TraceError:
+        return TraceError(f"cannot keep the lines not placed: {error.strerror or error}",
+                          self.side)
 
 
 def _cut_off(source: "_Source") -> list[str]:
@@ -120,7 +181,7 @@ def _source(paths: list[str]) -> _Source | None:
     ``None`` once the error is said."""
     from choreo.status import VANISHED
     from cpl.live import AgentLogs
-    from cpl.trace import read_log
+    from cpl.trace import LogTail
     from ..parts import IDENTITY, Parts, PartsError
 
     runs = [path for path in paths if os.path.isfile(os.path.join(path, IDENTITY))]
@@ -136,7 +197,7 @@ def _source(paths: list[str]) -> _Source | None:
         ended = parts.end or {**parts.meta, "status": VANISHED, "error": (
             "the supervisor vanished before the run ended: cpl merge rebuilt the trace "
             "from the lifelines' logs")}
-        return _Source(parts.header, {name: read_log(log, name)
+        return _Source(parts.header, {name: LogTail(log, name)
                                       for name, log in parts.logs().items()},
                        ended, parts.folder, True, parts.reported)
     try:

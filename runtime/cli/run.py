@@ -7,7 +7,8 @@ follows the run's status (``choreo.status.EXIT_CODES``).  A run over
 processes keeps its lifelines' logs beside the trace (``T.parts``) and
 removes them once the trace is whole: if the trace cannot be written (a full
 disk) they stay, for ``cpl merge``, and the run's results are printed all
-the same (exit 1).
+the same (exit 1).  They stay too when the merge could not place every event
+(``incomplete``, exit 1): they hold what the trace lacks.
 """
 
 from __future__ import annotations
@@ -91,7 +92,7 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
 
 def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
     """The run with its trace written, results printed: its exit code."""
-    from choreo.status import EXIT_CODES
+    from choreo.status import EXIT_CODES, INCOMPLETE
     from cpl.trace import TraceWriter, parts_of
 
     parts = parts_of(args.trace) if args.trace and not args.sim else None
@@ -166,7 +167,8 @@ def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
               + (f"\n  (trace written to {args.trace})" if args.trace and not lost
                  and not unmerged else ""), file=sys.stderr)
     code = EXIT_CODES[meta["status"]]
-    if lost or unmerged:
+    unplaced = meta["status"] == INCOMPLETE and parts and not lost  # the parts hold them
+    if lost or unmerged or unplaced:
         from ..parts import keep_end
         if parts:
             keep_end(parts, meta)  # how the run ended, for cpl merge
@@ -180,7 +182,7 @@ def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
               f"logged; `{_merge(parts, args.trace)}` writes the whole trace",
               file=sys.stderr)
         code = code or 130
-    elif parts:
+    elif parts and not unplaced:
         shutil.rmtree(parts, ignore_errors=True)  # the trace is whole: its parts are done
     return code
 
