@@ -2,9 +2,9 @@
 
 A lifeline's log holds its events in local order, one JSON line each
 (``runtime.eventlog`` for a run's lifelines, ``cpl.live`` for agents).  The
-merge reads it a chunk at a time, each chunk with a file opened and closed
-for it, so merging any number of logs holds one file open at a time: no
-limit on open files can leave a log unread.  Where a log stops short of its
+merge reads it a chunk at a time, with at most 32 logs open at once (the
+least recently read closed, opened again when read again): no limit on
+open files can leave a log unread.  Where a log stops short of its
 end (a line that is no event of its lifeline, a line over ``MAX_LINE``, a
 file that cannot be read) the tail says so (``stop``): the merge counts
 everything from there on as unplaced and keeps it (``cpl.trace.unplaced``).
@@ -12,6 +12,8 @@ everything from there on as unplaced and keeps it (``cpl.trace.unplaced``).
 
 from __future__ import annotations
 
+import collections
+import errno
 import json
 import math
 import os
@@ -46,7 +48,58 @@ def read_log(path: str, lifeline: str | None = None, start: int = 0,
              line: int = 1) -> Iterator[dict]:
     """The events of one lifeline's log from byte ``start`` (line ``line``: past an agent
     log's header), as ``LogTail`` takes them once its writer has stopped."""
-    yield from iter(LogTail(path, lifeline, start, line).take, None)
+    tail = LogTail(path, lifeline, start, line)
+    try:
+        yield from iter(tail.take, None)
+    finally:
+        tail.close()
+
+
+class _Descriptors:
+    """The logs open for reading: at most ``most``, the least recently read closed first,
+    so a merge of any number of logs stays under any limit on open files (a log that
+    could not be opened was once read as empty, its events lost), while a run of a few
+    lifelines keeps each open, reading on even if its file is renamed or deleted."""
+
+    def __init__(self, most: int):
+        self.most = most
+        self._open: collections.OrderedDict = collections.OrderedDict()  # tail -> descriptor
+
+    def get(self, tail) -> int | None:
+        descriptor = self._open.get(tail)
+        if descriptor is not None:
+            self._open.move_to_end(tail)
+        return descriptor
+
+    def put(self, tail, descriptor: int) -> None:
+        self._open[tail] = descriptor
+        while len(self._open) > self.most:
+            os.close(self._open.popitem(last=False)[1])
+
+    def drop(self, tail) -> None:
+        descriptor = self._open.pop(tail, None)
+        if descriptor is not None:
+            os.close(descriptor)
+
+    def clear(self) -> None:
+        while self._open:
+            os.close(self._open.popitem()[1])
+
+
+_OPEN = _Descriptors(32)
+
+
+def _opened(path: str) -> int:
+    """``path`` opened for reading without waiting (a FIFO); at the limit on open files,
+    again once the other logs are closed."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        return os.open(path, flags)
+    except OSError as error:
+        if error.errno not in (errno.EMFILE, errno.ENFILE):
+            raise
+    _OPEN.clear()
+    return os.open(path, flags)
 
 
 class LogTail:
@@ -85,7 +138,8 @@ class LogTail:
         return event
 
     def close(self) -> None:
-        """Nothing is held open between reads; kept for the callers that close a tail."""
+        """Close the log if it is open (it is opened again if read again)."""
+        _OPEN.drop(self)
 
     @property
     def next_line(self) -> tuple[int, int]:
@@ -97,20 +151,12 @@ class LogTail:
         self.stop = Stop(line, offset, why)
 
     def _read(self) -> None:
-        """The whole events past the last one taken, a chunk's worth, into ``_ready``; the
-        file open only meanwhile."""
-        try:
-            descriptor = os.open(self.path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-        except FileNotFoundError:
-            return  # not yet: its lifeline has not started
-        except OSError as error:
-            return self._halt(None, self._at, f"cannot be opened: {error.strerror or error}")
-        except ValueError:
-            return self._halt(None, self._at, "cannot be opened: its path holds a NUL character")
+        """The whole events past the last one taken, a chunk's worth, into ``_ready``."""
+        descriptor = self._descriptor()
+        if descriptor is None:
+            return
         found: list = []
         try:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # a device or a pipe
-                return self._halt(None, self._at, "is not a regular file")  # would never end
             size = self.CHUNK
             while not self.done:
                 try:
@@ -124,9 +170,30 @@ class LogTail:
                     break
                 size = min(size * 4, MAX_LINE + 2)  # its next line goes on past what was read
         finally:
-            os.close(descriptor)
             found.reverse()
             self._ready = found
+            if self.done:
+                self.close()
+
+    def _descriptor(self) -> int | None:
+        """The log open for reading (kept among the ``_OPEN`` most recently read), or
+        ``None``: not there yet, or it cannot be read (``stop`` says why)."""
+        descriptor = _OPEN.get(self)
+        if descriptor is not None:
+            return descriptor
+        try:
+            descriptor = _opened(self.path)
+        except FileNotFoundError:
+            return None  # not yet: its lifeline has not started
+        except OSError as error:
+            return self._halt(None, self._at, f"cannot be opened: {error.strerror or error}")
+        except ValueError:
+            return self._halt(None, self._at, "cannot be opened: its path holds a NUL character")
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):  # a device or a pipe would
+            os.close(descriptor)  # never end
+            return self._halt(None, self._at, "is not a regular file")
+        _OPEN.put(self, descriptor)
+        return descriptor
 
     def _lines(self, data: bytes, cut: bool, found: list) -> tuple[int, bool]:
         """The whole events at the start of ``data`` (the file from ``_at``; ``cut``: it goes
@@ -153,6 +220,8 @@ class LogTail:
             zero = line.find(b"\0")
             if zero >= 0:  # where the log ends
                 line = line[:zero]
+            elif end < 0 and cut:
+                return taken, True  # the line goes on past what was read: read it whole first
             event, length = _value(line, end >= 0 and zero < 0)
             why = _not_event(event, self.lifeline) if length else event
             if why is not None:
@@ -182,22 +251,22 @@ def rest_of(path: str, offset: int, line: int) -> Iterator[tuple[int, int, bytes
     try:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
             return
-        held, start, long, at = b"", offset, False, offset  # held: the line so far, from start
+        held, size, start, at = [], 0, offset, offset  # the line so far: its pieces, length
         while data := os.pread(descriptor, 1 << 20, at):
-            position = at - len(held)  # where held + data starts
-            at += len(data)
-            *lines, held = (held + data).split(b"\n")
-            for text in lines:
-                if long or len(text) > MAX_LINE:
-                    yield line, start, None, True
-                elif text.strip(_BLANK):
+            begin = 0
+            while (newline := data.find(b"\n", begin)) >= 0:
+                size += newline - begin
+                text = None if size > MAX_LINE else b"".join(held) + data[begin:newline]
+                if text is None or text.strip(_BLANK):
                     yield line, start, text, True
-                position += len(text) + 1
-                line, start, long = line + 1, position, False
-            if len(held) > MAX_LINE:
-                held, long = b"", True
-        if long or held.strip(_BLANK):
-            yield line, start, None if long else held, False
+                held, size, begin = [], 0, newline + 1
+                line, start = line + 1, at + begin
+            size += len(data) - begin
+            held = [] if size > MAX_LINE else held + [data[begin:]]  # read past, never held
+            at += len(data)
+        text = None if size > MAX_LINE else b"".join(held)
+        if text is None or text.strip(_BLANK):
+            yield line, start, text, False
     except OSError:
         return
     finally:

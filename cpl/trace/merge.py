@@ -10,8 +10,8 @@ graph itself: the previous local event's clock, merged with the send's for
 a receive, plus one on the lifeline's own entry.
 
 Memory is the clocks of the messages in transit (their entries above zero), not the
-run's length; one log is open at a time (``cpl.trace.logtail``).  A log cut by a crash
-is read up to its last whole line.  What cannot be placed — a receive whose send is in
+run's length; at most 32 logs are open at a time (``cpl.trace.logtail``).  A log cut by
+a crash is read up to its last whole line.  What cannot be placed — a receive whose send is in
 no log, a line that is no event, an event the trace cannot hold — stops its lifeline
 there, and ``placed()`` accounts for all of it (``cpl.trace.unplaced``): the trace is
 then ``incomplete``.  The supervisor merges as the run goes (``Merging``, the logs read
@@ -159,6 +159,8 @@ class Merging:
         unsent: set[str] = set()  # messages whose send is among the lines kept
         count = 0
         for name in self._lifelines:
+            if hasattr(self._sources[name], "close"):
+                self._sources[name].close()  # one open at a time while their rests are read
             for kept in self._rest(name):
                 count += "line" in kept
                 msg = sent_in(kept)
