@@ -4,7 +4,8 @@
 trace is whole (``runtime.parts``).  If the supervisor is killed first, T
 stops at whatever it had; this command merges the logs as the supervisor
 would have (``cpl.trace.merge``) into a trace whose ``meta.status`` is
-``vanished``.  The new trace is written beside TRACE and checked by the trace
+``vanished`` (``incomplete``, exit 1, when it cannot place every event the logs hold:
+the lines not placed are kept beside it, ``cpl.trace.unplaced``).  The new trace is written beside TRACE and checked by the trace
 reader before it replaces TRACE, so a full disk or damaged logs leave TRACE
 and the parts as they were.
 """
@@ -292,11 +293,13 @@ def add_merge_command(commands) -> None:
         help="merge per-lifeline logs into one trace: a run's whose supervisor vanished, "
         "or agents' (cpl.live)",
         description="Merge per-lifeline logs into one trace: the events in causal order with "
-        "their vector clocks, the messages in transit and the receives that could not be "
-        "placed. Either the parts of a run whose `cpl run` was killed before it wrote its "
-        "trace whole (T.parts for --trace T; meta.status 'vanished'), or the logs agents "
-        "wrote through cpl.live on any processes or hosts (meta.status 'ok' when every "
-        "agent closed its log, else 'vanished').")
+        "their vector clocks and the messages in transit. Either the parts of a run whose "
+        "`cpl run` was killed before it wrote its trace whole (T.parts for --trace T; "
+        "meta.status 'vanished'), or the logs agents wrote through cpl.live on any processes "
+        "or hosts (meta.status 'ok' when every agent closed its log, else 'vanished'). What "
+        "cannot be placed (a receive whose send is in no log, a damaged line) makes the trace "
+        "'incomplete', naming the first such line (exit 1), the lines kept in "
+        "TRACE.unplaced.jsonl.")
     merge.add_argument("parts", metavar="PARTS", nargs="+",
                        help="a run's parts folder (e.g. t.jsonl.parts), or the logs of "
                        "agents (cpl.live): .jsonl files, or folders of them")
