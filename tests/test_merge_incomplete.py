@@ -22,7 +22,7 @@ import pytest
 from cpl.live import System
 from cpl.trace import load_trace
 from runtime.cli import main
-from runtime_util import CPL, tagged_env
+from runtime_util import CPL, ROOT, tagged_env
 
 MERGE = "@TestRunner(status != failed S status == passed)"
 A_RUN = {"format": "cpl-parts/1",
@@ -233,3 +233,38 @@ def test_a_merge_of_2000_tiny_logs_stays_small(tmp_path):
     code, kib = map(int, ran.stdout.split()[-2:])
     assert code == 0, ran.stderr
     assert kib < 70 << 10, f"cpl merge of 500 logs took {kib >> 10} MB"
+
+
+def test_a_run_whose_last_merge_cannot_place_a_receive_ends_incomplete_and_keeps_its_parts(
+        tmp_path, monkeypatch, capsys):
+    """The supervisor merges with the same code: a log line it cannot place (here the first
+    receive it reads is made to name a message nobody sent, as a damaged log would) ends
+    the run ``incomplete`` (exit 1) whatever its own end, which the trace keeps; the parts
+    stay, holding what the trace lacks, and ``cpl merge`` of them says the same."""
+    import runtime.following as following
+    from runtime.cli import main
+
+    class Damaged(following.LogTail):
+        forged: list = []
+
+        def take(self):
+            event = super().take()
+            if event is not None and event["kind"] == "recv" and not self.forged:
+                self.forged.append(event["id"])
+                event = {**event, "msg": "Nobody:1"}
+            return event
+    monkeypatch.setattr(following, "LogTail", Damaged)
+    monkeypatch.chdir(tmp_path)
+    code = main(["run", str(ROOT / "examples" / "relay.py"), "--trace", "t.jsonl"])
+    told = capsys.readouterr().err
+    assert code == 1, told
+    meta = load_trace(tmp_path / "t.jsonl").meta
+    assert meta["status"] == "incomplete" and meta["incomplete"]["ended"] == {"status": "ok"}
+    assert meta["incomplete"]["event"] == Damaged.forged[0] and "is a receive of Nobody:1, " \
+        "whose send is in none of the logs" in meta["error"], meta
+    assert meta["incomplete"]["kept"] == "t.jsonl.parts" and f"cpl run: {meta['error']}" in told
+    assert (tmp_path / "t.jsonl.parts" / "end.json").exists()
+    monkeypatch.undo()
+    merged = cpl(tmp_path, "merge", "t.jsonl.parts", "-o", "t.jsonl")  # the logs are whole:
+    assert merged.returncode == 0, merged.stderr  # the run's own end comes back
+    assert load_trace(tmp_path / "t.jsonl").meta["status"] == "ok"

@@ -232,7 +232,8 @@ def _may_replace(output: str, folder: str | None, force: bool, run=None) -> None
 
 
 def _cut_short(path: str, run) -> bool:
-    """Whether a finished trace says its merge was cut short (``meta.unmerged``), in ``run``."""
+    """Whether a finished trace says its merge was cut short (``meta.unmerged``) or could not
+    place every event (``incomplete``: its parts are kept), in ``run``."""
     from cpl.trace import Trace, load_trace, stream_end
     if path.lower().endswith(".jsonl"):
         meta = stream_end(path)
@@ -242,7 +243,8 @@ def _cut_short(path: str, run) -> bool:
         except TraceError:
             return False
         meta = trace.meta if isinstance(trace, Trace) else None
-    return isinstance(meta, dict) and bool(meta.get("unmerged")) and meta.get("run") == run
+    return isinstance(meta, dict) and (bool(meta.get("unmerged")) or meta.get(
+        "status") == "incomplete") and meta.get("run") == run
 
 
 def _finished(path: str) -> bool:
