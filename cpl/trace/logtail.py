@@ -220,8 +220,9 @@ class LogTail:
             zero = line.find(b"\0")
             if zero >= 0:  # where the log ends
                 line = line[:zero]
-            elif end < 0 and cut:
-                return taken, True  # the line goes on past what was read: read it whole first
+            elif end < 0 and cut and len(line.rstrip(b" \t\r")) > self.CHUNK:
+                return taken, True  # a long line goes on past what was read: read it whole
+                # first (a short one followed by spaces is a memory-mapped log's last line)
             event, length = _value(line, end >= 0 and zero < 0)
             why = _not_event(event, self.lifeline) if length else event
             if why is not None:

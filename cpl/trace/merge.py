@@ -135,13 +135,21 @@ class Merging:
                 del event["vc"]
                 self._halt(name, event, f"cannot be written: {error}")
                 continue
-            clocks.commit(name, kind, msg, clock)
-            self.count += 1
-            if kind == "send":
-                for receiver, pending in self._waiting.pop(msg, ()):
-                    self._push(receiver, pending)
-            self._advance(name)
+            except BaseException:  # raised in the writer's wake (a stop): the event is
+                self._placed(name, kind, msg, clock)  # the trace's, and its lifeline goes on
+                raise
+            self._placed(name, kind, msg, clock)
         return True
+
+    def _placed(self, name: str, kind: str, msg, clock: dict) -> None:
+        """``name``'s event is written: its clock kept, its receivers and its lifeline
+        go on."""
+        self._clocks.commit(name, kind, msg, clock)
+        self.count += 1
+        if kind == "send":
+            for receiver, pending in self._waiting.pop(msg, ()):
+                self._push(receiver, pending)
+        self._advance(name)
 
     def placed(self, keep=None, whole: bool = True) -> dict:
         """What the trace's ``meta`` adds once the logs are done: ``in_transit`` (sends never
