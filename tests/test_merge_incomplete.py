@@ -115,6 +115,10 @@ def test_two_of_three_agents_logs_name_the_receive_and_the_missing_log(tmp_path)
     assert said.stderr.startswith("warning: t.jsonl is incomplete: the merge could not place "
                                   "every event: 5 lines of 2 lifelines' logs not placed"), \
         said.stderr
+    whole = cpl(tmp_path, "merge", "logs", "-o", "t.jsonl", "--force")  # every log: whole,
+    assert whole.returncode == 0, whole.stderr  # and what an earlier merge kept is gone
+    assert load_trace(tmp_path / "t.jsonl").meta["status"] == "ok"
+    assert not (tmp_path / "t.jsonl.unplaced.jsonl").exists()
 
 
 def test_one_forged_token_keeps_what_follows_it_and_names_it(tmp_path, capsys, monkeypatch):

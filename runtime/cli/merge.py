@@ -12,6 +12,7 @@ and the parts as they were.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import secrets
@@ -76,6 +77,8 @@ def cmd_merge(args) -> int:
                              f"{error.message}", args.output) from None
         kept.keep()
         os.replace(temporary, args.output)
+        if found is None:
+            kept.forget()
     except TraceError as error:
         print(f"cpl merge: {_renamed(error, temporary, args.output)}\n  {args.output} and "
               f"{what} are as they were", file=sys.stderr)
@@ -130,6 +133,20 @@ class _Kept:
         if self._path is not None:
             os.replace(self._path, self.side)
             self._path = None
+
+    def forget(self) -> None:
+        """Remove what an earlier merge into the same trace kept, now that it is whole: a
+        regular file whose first line says it is that trace's lines not placed."""
+        from cpl.trace import UNPLACED_FORMAT
+        try:
+            if not os.path.isfile(self.side) or os.path.islink(self.side):
+                return
+            with open(self.side, "rb") as handle:
+                first = json.loads(handle.readline(4096) or b"null")
+            if first == {"format": UNPLACED_FORMAT, "trace": self.trace}:
+                os.unlink(self.side)
+        except (OSError, ValueError):
+            return
 
     def discard(self) -> None:
         if self._handle is not None and not self._handle.closed:
