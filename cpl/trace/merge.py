@@ -63,8 +63,9 @@ class _Listed:
             return None
         self._current = event
         self.where = ((self.where[0] if self.where else 0) + 1, None)
-        if _not_event(event, self.lifeline):
-            self.stop = _Stopped(self.where[0], _not_event(event, self.lifeline))
+        why = _not_event(event, self.lifeline)
+        if why is not None:
+            self.stop = _Stopped(self.where[0], why)
             return None
         return event
 
@@ -77,6 +78,8 @@ class _Listed:
 
 
 class _Stopped:
+    """Where events handed over in memory stop: at the ``line``-th, which is no event."""
+
     def __init__(self, line: int, why: str):
         self.line, self.offset, self.why = line, None, why
 
