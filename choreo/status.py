@@ -12,6 +12,8 @@ it was taking and the cause, at the user's file and line where known.
 
 from __future__ import annotations
 
+from cpl.trace import INCOMPLETE  # never a driver's: a merge that could not place every event
+
 from .errors import UNKNOWN, ChoreographyError, Where
 
 OK = "ok"
@@ -29,7 +31,7 @@ LOST = "lost"  # a run over processes whose parts or trace were deleted or repla
 STATUSES = (OK, FAILED, DEADLOCK, LIMIT, TIMEOUT, INTERRUPTED, DIED, UNRESPONSIVE, NOT_JOINED,
             LOST)
 EXIT_CODES = {OK: 0, FAILED: 1, DEADLOCK: 1, LIMIT: 1, TIMEOUT: 1, DIED: 1, UNRESPONSIVE: 1,
-              NOT_JOINED: 1, LOST: 1, INTERRUPTED: 130}
+              NOT_JOINED: 1, LOST: 1, INTERRUPTED: 130, INCOMPLETE: 1}
 
 
 class RunFailure(ChoreographyError):

@@ -32,7 +32,7 @@ class Following:
         tails = {name: LogTail(path, name) for name, path in logs.items()}
         for tail in tails.values():
             scope.callback(tail.close)
-        self.merging = Merging(list(logs), write, {name: tail.take for name, tail in tails.items()})
+        self.merging = Merging(list(logs), write, tails)
         self.launchers = launchers
         self.held = False  # the lifelines paused while the merge catches up
         self.behind = False  # the last slice left events unmerged

@@ -31,8 +31,8 @@ class LastValues:
     def seeing(self, write):
         """``write``, each event seen here first: the merge's writer of a run's trace."""
         def both(event) -> None:
+            write(event)  # first: an event the trace refuses is not seen either
             self.see(event)
-            write(event)
         return both
 
     def results(self) -> dict[str, dict]:

@@ -44,6 +44,7 @@ from choreo.fingerprint import fingerprint
 from choreo.status import (DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT, UNRESPONSIVE,
                            deadlocked, run_meta, timed_out)
 from cpl.errors import TraceError
+from cpl.trace import incomplete
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SHIPPING, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE,
                       Beat, Hello, Log, Probe, Refused, Start, State, Stop, heard, send)
@@ -100,10 +101,12 @@ class Supervisor:
         left to merge when it stops is small.  SIGINT and SIGTERM are counted by
         ``interrupts`` (its caller's, which outlasts this call; else one of ours), never
         raised: the first ends the run, one during the stop hurries it, one during the
-        final merge cuts that short (``meta.unmerged``: the parts hold more).  A lifeline
-        that died or is unresponsive is named at once, ``tell(meta)``, before the stop and
-        the last merge, which may take seconds.  A run whose parts or trace vanished meanwhile
-        (``claim``) ends ``lost``, whatever it did: its record is not whole.
+        final merge cuts that short (``meta.unmerged``: the parts hold more).  A final merge
+        that cannot place every event (a log damaged or cut) ends the run ``incomplete``
+        (``cpl.trace.unplaced``), whatever its own end, which ``meta.incomplete`` keeps.  A
+        lifeline that died or is unresponsive is named at once, ``tell(meta)``, before the
+        stop and the last merge, which may take seconds.  A run whose parts or trace
+        vanished meanwhile (``claim``) ends ``lost``, whatever it did: its record is not whole.
 
         Everything the run holds is in the one scope below and is released on every
         path (an error of ours), in reverse order: the ZAP handler, the ZeroMQ context
@@ -159,8 +162,12 @@ class Supervisor:
             whole = self.following.merging.step(lambda: interrupts.since(merging))
             if self.unlogged:
                 meta["unlogged"] = dict(self.unlogged)
-            meta.update(self.following.merging.placed())
+            placed = self.following.merging.placed(whole=whole)
+            found = placed.pop("incomplete", None)
+            meta.update(placed)
             meta["results"] = last.results()
+            if found is not None:  # the parts, if kept, hold what could not be placed
+                meta = incomplete(meta, found, self.parts)
             if not whole:
                 meta["unmerged"] = True
         return meta if self.claim is None else self.claim.checked(meta)

@@ -79,7 +79,7 @@ def lost(vanished: Sequence[str], folder: str, trace: str | None, meta: dict) ->
                              **({"error": meta["error"]} if meta.get("error") else {})}})
 
 
-def as_ended(meta: dict) -> dict:
+def before_lost(meta: dict) -> dict:
     """The ``meta`` a ``lost`` run ended with before it was found lost: what ``cpl merge``
     of its parts, kept whole, says."""
     was = meta.get("lost")

@@ -140,14 +140,17 @@ def test_a_file_that_is_no_agent_log_is_a_clear_error(tmp_path, content):
     assert "x.jsonl" in merged.stderr and "Traceback" not in merged.stderr
 
 
-def test_a_damaged_event_line_ends_that_log_and_the_rest_merges(tmp_path):
+def test_a_damaged_event_line_ends_that_log_the_rest_merges_and_it_is_said(tmp_path):
     _logs(tmp_path, system())
     log = tmp_path / "logs" / "Committer.jsonl"
     lines = log.read_text().splitlines()
     log.write_text("\n".join(lines[:2] + ['{"id": 1}'] + lines[2:]) + "\n")
-    assert cpl("merge", "logs", "-o", "t.jsonl", cwd=tmp_path).returncode == 0
+    merged = cpl("merge", "logs", "-o", "t.jsonl", cwd=tmp_path)
+    assert merged.returncode == 1 and "line 3 of logs/Committer.jsonl is not an event" \
+        in merged.stderr, merged.stderr
     trace = load_trace(tmp_path / "t.jsonl")
     assert [e.id for e in trace.events if e.lifeline == "Committer"] == ["Committer.1"]
+    assert trace.meta["status"] == "incomplete" and trace.meta["unplaced"] == 2  # not the end
 
 
 def test_an_odd_lifeline_name_gets_a_plain_file_name_and_merges(tmp_path):

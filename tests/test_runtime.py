@@ -303,7 +303,7 @@ def test_results_of_lifelines_without_declared_results_are_their_final_stores_as
 
 def test_the_merge_stops_a_log_at_a_line_that_is_no_event():
     """A log shipped from another host is only as good as that host: a bad line stops
-    that lifeline's part of the trace there; the rest is merged."""
+    that lifeline's part of the trace there, which the merge says; the rest is merged."""
     from cpl.trace import merge_logs as merge
     logs = {"A": iter([{"id": "A.1", "lifeline": "A", "kind": "send", "to": "B", "msg": "A:1"},
                        {"id": "A.2", "lifeline": "A", "kind": "act", "set": "not a map"},
@@ -313,7 +313,9 @@ def test_the_merge_stops_a_log_at_a_line_that_is_no_event():
     meta = merge(logs, ("A", "B"), written.append)
     assert [e.id for e in written] == ["A.1", "B.1"]
     assert dict(written[1].vc) == {"A": 1, "B": 1}
-    assert meta == {"in_transit": [], "unplaced": 1}
+    assert meta == {"in_transit": [], "unplaced": 2, "incomplete": {
+        "lifeline": "A", "line": 2, "event": "A.2", "unplaced": 2, "lifelines": 1,
+        "why": 'cannot be placed: its "set" is "not a map", not an object of values'}}
 
 
 # ------------------------------------------------------------------ async actions overlap

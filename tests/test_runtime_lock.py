@@ -209,7 +209,7 @@ def test_a_trace_that_cannot_be_opened_leaves_no_parts_behind(tmp_path, here, mo
 
 def test_a_claim_tells_what_vanished_and_the_run_it_had_ended(tmp_path):
     from runtime.parts import Claim, Taken
-    from runtime.verdicts import as_ended
+    from runtime.verdicts import before_lost
     folder, trace = str(tmp_path / "t.jsonl.parts"), str(tmp_path / "t.jsonl")
     claim = Claim(folder)
     try:
@@ -230,7 +230,7 @@ def test_a_claim_tells_what_vanished_and_the_run_it_had_ended(tmp_path):
             "vanished": [trace], "status": "died", "error": "lifeline B died"}, lost
         assert f"its trace {trace} was deleted or replaced" in lost["error"]
         assert "--force` rebuilds it (the run itself ended died)" in lost["error"]
-        assert as_ended(lost) == {"status": "died", "error": "lifeline B died", "results": {}}
+        assert before_lost(lost) == {"status": "died", "error": "lifeline B died", "results": {}}
         shutil.rmtree(folder)
         assert claim.vanished() == [folder, os.path.join(folder, "run.lock"), trace]
     finally:

@@ -221,17 +221,19 @@ def _parts(folder, run=RUN_JSON, logs=(A_SEND, B_RECV), name="p"):
     (RUN_JSON, (A_SEND, B_RECV), 0, "2 events of 2 lifelines, 0 messages in transit"),
     (RUN_JSON, (A_SEND, None), 0, "1 event of 2 lifelines, 1 message in transit"),
     (RUN_JSON, (A_SEND, B_RECV[:30]), 0, "1 event of"),  # a line cut by the crash
-    (RUN_JSON, (A_SEND + "garbage\n" + A_SEND, B_RECV), 0, "2 events"),
-    (RUN_JSON, (A_SEND, A_SEND), 0, "1 event of"),  # A's line in B's log
-    (RUN_JSON, (B_RECV, A_SEND), 0, "0 events"),  # each log another's: nothing placed
-    (RUN_JSON, (b"\xff\xfe\n", B_RECV), 0, "0 events"),
-    (RUN_JSON, (A_SEND.replace('"A:1"', '"A:1", "label": "\\udc80"'), None), 0, "0 events"),
+    (RUN_JSON, (A_SEND + "garbage\n" + A_SEND, B_RECV), 1, "line 2 of p/0.jsonl is not JSON"),
+    (RUN_JSON, (A_SEND, A_SEND), 1,  # A's line in B's log
+     'line 1 of p/1.jsonl is an event of "A", not of "B" whose log this is'),
+    (RUN_JSON, (B_RECV, A_SEND), 1, "0 events"),  # each log another's: nothing placed
+    (RUN_JSON, (b"\xff\xfe\n", B_RECV), 1, "line 1 of p/0.jsonl is not JSON"),
+    (RUN_JSON, (A_SEND.replace('"A:1"', '"A:1", "label": "\\udc80"'), None), 1,
+     "line 1 of p/0.jsonl holds a lone surrogate, which no trace can hold"),
     (RUN_JSON, (A_SEND.replace('"A:1"', '"A:1", "label": "\\ud83d\\ude00"'), None), 0,
      "1 event of"),
-    (RUN_JSON, ('{"id": "A.1", "lifeline": "A", "kind": "act", "time": 1e999}\n', None), 0,
+    (RUN_JSON, ('{"id": "A.1", "lifeline": "A", "kind": "act", "time": 1e999}\n', None), 1,
      "0 events of 2 lifelines, 0 messages in transit, 1 unplaced"),
     (RUN_JSON, ('{"id": "A.1", "lifeline": "A", "kind": "act", "set": ' + "[" * 5000 +
-                "]" * 5000 + "}\n", None), 0, "0 events"),
+                "]" * 5000 + "}\n", None), 1, "line 1 of p/0.jsonl is nested too deep"),
     (None, (A_SEND, B_RECV), 1, "run.json: cannot read it"),
     ("{not json", (), 1, "not JSON"),
     ("[" * 100_000, (), 1, "not JSON"),
@@ -261,6 +263,13 @@ def test_hostile_parts_give_a_clear_error_never_a_traceback(tmp_path, run, logs,
     assert "Traceback" not in merged.stderr and "internal error" not in merged.stderr
     if code == 0:
         assert load_trace(tmp_path / "t.jsonl").meta["status"] == "vanished"
+    elif logs and not said.startswith("run.json"):  # what it could not place is said and kept
+        assert "cpl merge: t.jsonl is incomplete: " in merged.stderr, merged.stderr
+        meta = load_trace(tmp_path / "t.jsonl").meta
+        assert meta["status"] == "incomplete" and meta["incomplete"]["ended"]["status"] == \
+            "vanished"
+        kept = (tmp_path / "t.jsonl.unplaced.jsonl").read_text().splitlines()
+        assert len(kept) == 1 + meta["unplaced"] > 1, kept
     else:
         assert not (tmp_path / "t.jsonl").exists()
         assert [name for name in os.listdir(tmp_path)] == ["p"]
@@ -268,16 +277,20 @@ def test_hostile_parts_give_a_clear_error_never_a_traceback(tmp_path, run, logs,
 
 def test_odd_files_in_the_parts_are_not_logs(tmp_path):
     """A log that is a folder, a FIFO (which would block a reader) or a link to an endless
-    device: read as empty; a missing folder and odd names are clear errors."""
+    device: never read, and the trace says so (incomplete, exit 1); a missing folder and
+    odd names are clear errors."""
     parts = _parts(tmp_path, logs=())
     (parts / "0.jsonl").mkdir()
     os.mkfifo(parts / "1.jsonl")
     merged = cpl(tmp_path, "merge", "p", "-o", "t.jsonl", timeout=20)
-    assert merged.returncode == 0 and "0 events" in merged.stdout, merged.stderr
+    assert merged.returncode == 1 and "0 events" in merged.stdout, merged.stderr
+    assert "the merge could not read all of 2 lifelines' logs; the first: p/0.jsonl is not a " \
+           "regular file" in merged.stderr, merged.stderr
     os.rmdir(parts / "0.jsonl")
     os.symlink("/dev/zero", parts / "0.jsonl")
     merged = cpl(tmp_path, "merge", "p", "-o", "u.jsonl", timeout=20)
-    assert merged.returncode == 0 and "0 events" in merged.stdout, merged.stderr
+    assert merged.returncode == 1 and "0 events" in merged.stdout, merged.stderr
+    assert load_trace(tmp_path / "u.jsonl").meta["status"] == "incomplete"
     odd = _parts(tmp_path, name="a b\u00e9 \u2028")
     merged = cpl(tmp_path, "merge", odd.name, "-o", "v w.jsonl")
     assert merged.returncode == 0, merged.stderr
@@ -306,11 +319,14 @@ def test_a_full_disk_is_worded_as_a_size_limit_is(tmp_path):
 
 
 def test_a_log_line_longer_than_the_limit_ends_that_log(tmp_path, monkeypatch):
-    from cpl.trace import merge
-    monkeypatch.setattr(merge, "MAX_LINE", len(A_SEND))
+    from cpl.trace import logtail
+    monkeypatch.setattr(logtail, "MAX_LINE", len(A_SEND))
     log = tmp_path / "0.jsonl"
     log.write_text(A_SEND + A_SEND.replace("A.1", "A.22").replace("A:1", "A:2"))
-    assert [event["id"] for event in merge.read_log(str(log), "A")] == ["A.1"]
+    tail = logtail.LogTail(str(log), "A")
+    assert [event["id"] for event in iter(tail.take, None)] == ["A.1"]
+    assert (tail.stop.line, tail.stop.offset) == (2, len(A_SEND))
+    assert tail.stop.why.startswith("is longer than")
 
 
 def test_a_merge_opens_every_log_even_past_a_low_limit_on_open_files(tmp_path):

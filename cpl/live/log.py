@@ -22,7 +22,7 @@ import time
 import attrs
 
 from ..errors import TraceError
-from ..trace import LIVE_FORMAT, encode_json, read_log, unwritable
+from ..trace import LIVE_FORMAT, LogTail, encode_json, unwritable
 from .errors import LiveError, LogExists, LogFailed
 
 FORMAT = LIVE_FORMAT  # the first line of every agent's log says it
@@ -240,8 +240,9 @@ class AgentLogs:
         return header
 
     def events(self) -> dict:
-        """Lifeline -> its events (lazy: each log is read as the merge takes its events)."""
-        return {h.lifeline: read_log(h.path, h.lifeline, h.start) for h in self.headers}
+        """Lifeline -> its events: a ``LogTail`` from the line after the header (each log
+        is read as the merge takes its events)."""
+        return {h.lifeline: LogTail(h.path, h.lifeline, h.start, line=2) for h in self.headers}
 
     def meta(self) -> dict:
         """How the logs ended: ``ok`` if every agent closed its log, else ``vanished``,

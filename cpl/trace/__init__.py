@@ -9,14 +9,18 @@ its lifelines' logs (:func:`parts_of`, :func:`left_in`) are still there,
 :func:`holder` names the live run whose parts they are (:func:`hold` takes that lock), and
 :func:`stream_end` reads a stream's end line alone; :func:`merge_logs` merges
 per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way, and
-:class:`Merging` does it as the logs grow (:class:`LogTail`); :class:`JsonLines`
+:class:`Merging` does it as the logs grow (:class:`LogTail`); a merge that could
+not place every event makes the trace :data:`INCOMPLETE` (:func:`incomplete`), the
+lines not placed kept beside it (:func:`unplaced_of`, :func:`line_of`); :class:`JsonLines`
 reads a stream line by line.
 """
 
 from ..lazy import face
 
-__all__ = ["Clocks", "Event", "Holder", "LOCK", "JsonLines", "KINDS", "LIVE_FORMAT", "LogTail", "Merging", "SUFFIXES", "Trace",
-           "TraceWriter", "dump_trace", "encode_json", "hold", "holder", "left_in", "load_trace", "merge_logs",
+__all__ = ["Clocks", "Event", "Holder", "INCOMPLETE", "JsonLines", "KINDS", "LIVE_FORMAT", "LOCK",
+           "LogTail", "Merging", "SUFFIXES", "Trace", "UNPLACED_FORMAT", "as_ended", "hold",
+           "holder", "incomplete", "line_of", "unplaced_of",
+           "TraceWriter", "dump_trace", "encode_json", "left_in", "load_trace", "merge_logs",
            "open_trace", "read_log", "parts_of", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
            "value_problem"]
 
@@ -26,10 +30,12 @@ face(__name__, {
     ".files": "dump_trace load_trace open_trace",
     ".holder": "Holder LOCK hold holder",
     ".lines": "JsonLines",
-    ".merge": "merge:merge_logs read_log LogTail Merging",
+    ".logtail": "LogTail read_log",
+    ".merge": "merge:merge_logs Merging",
     ".msc": "KINDS Event Trace",
     ".paths": "unwritable",
     ".recovery": "parts_of unfinished left_in stream_end",
     ".stream": "SUFFIXES TraceWriter",
     ".unmerged": "LIVE_FORMAT RUN_IDENTITY",
+    ".unplaced": "INCOMPLETE UNPLACED_FORMAT as_ended incomplete line_of unplaced_of",
 })

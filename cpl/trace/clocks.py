@@ -49,3 +49,50 @@ class Clocks:
     @property
     def in_transit(self) -> list[str]:
         return sorted(self._sent)
+
+
+class SparseClocks:
+    """The merge's clocks, each kept as its entries above zero: a merge of 2,000 logs
+    whose lifelines hear from few others keeps clocks of a few entries, not 2,000 (D9 of
+    issue 29: 860 MB for 2,000 logs of 3 events).  The clock an event is written with is
+    built whole (``full``) for that event only.
+
+    ``next`` computes a lifeline's next clock without keeping it: ``commit`` keeps it
+    once the event is written, so an event the trace refuses leaves the clocks as they
+    were."""
+
+    def __init__(self, lifelines):
+        self.lifelines = tuple(lifelines)
+        self._zero = dict.fromkeys(self.lifelines, 0)
+        self._latest: dict[str, dict] = {}
+        self._sent: dict[str, dict] = {}  # msg id -> the send's clock, until received
+
+    def next(self, lifeline: str, kind: str, msg: str | None = None) -> dict:
+        clock = dict(self._latest.get(lifeline, ()))
+        if kind == "recv":
+            for name, count in self._sent[msg].items():
+                if count > clock.get(name, 0):
+                    clock[name] = count
+        clock[lifeline] = clock.get(lifeline, 0) + 1
+        return clock
+
+    def full(self, clock: dict) -> dict:
+        """``clock`` with every lifeline, in the lifelines' order."""
+        whole = self._zero.copy()
+        whole.update(clock)
+        return whole
+
+    def commit(self, lifeline: str, kind: str, msg: str | None, clock: dict) -> None:
+        self._latest[lifeline] = clock
+        if kind == "recv":
+            del self._sent[msg]
+        elif kind == "send":
+            self._sent[msg] = clock
+
+    def sent(self, msg: str) -> bool:
+        """Whether the send of ``msg`` was placed and its receive not yet."""
+        return msg in self._sent
+
+    @property
+    def in_transit(self) -> list[str]:
+        return sorted(self._sent)

@@ -39,13 +39,15 @@ def settled(parts: str | None, trace: str | None, meta: dict, lost: list, code: 
     """After the run: the parts removed if the trace is whole, else kept with how the run
     ended (``end.json``) and the merge that finishes the trace named; the exit code.
     ``lost``: the trace's write that failed, if one did."""
-    from choreo.status import LOST
+    from choreo.status import INCOMPLETE, LOST
     from ..parts import keep_end
-    from ..verdicts import as_ended
+    from ..verdicts import before_lost
     unmerged = meta.get("unmerged") and trace and not lost
     gone = meta["lost"]["vanished"] if meta["status"] == LOST else []
-    if (lost or unmerged or gone) and parts and all(path == trace for path in gone):
-        keep_end(parts, as_ended(meta))  # how the run ended, for cpl merge
+    unplaced = meta["status"] == INCOMPLETE and not lost  # the parts hold what it lacks
+    if (lost or unmerged or gone or unplaced) and parts \
+            and all(path == trace for path in gone):
+        keep_end(parts, before_lost(meta))  # how the run ended, for cpl merge
     if lost:
         print(f"cpl run: {lost[0]}" + (f"\n  the lifelines' logs are kept in {parts}: "
                                        f"`{merge_command(parts, trace)}` rebuilds the trace "
@@ -56,7 +58,7 @@ def settled(parts: str | None, trace: str | None, meta: dict, lost: list, code: 
               f"logged; `{merge_command(parts, trace)}` writes the whole trace",
               file=sys.stderr)
         return code or 130
-    if parts and not gone:
+    if parts and not gone and not unplaced:
         shutil.rmtree(parts, ignore_errors=True)  # the trace is whole: its parts are done
     return code
 

@@ -4,13 +4,15 @@
 trace is whole (``runtime.parts``).  If the supervisor is killed first, T
 stops at whatever it had; this command merges the logs as the supervisor
 would have (``cpl.trace.merge``) into a trace whose ``meta.status`` is
-``vanished``.  The new trace is written beside TRACE and checked by the trace
+``vanished`` (``incomplete``, exit 1, when it cannot place every event the logs hold:
+the lines not placed are kept beside it, ``cpl.trace.unplaced``).  The new trace is written beside TRACE and checked by the trace
 reader before it replaces TRACE, so a full disk or damaged logs leave TRACE
 and the parts as they were.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sys
@@ -28,7 +30,8 @@ _END_LINE = re.compile(rb'\s*\{\s*"end"\s*:')
 
 
 def cmd_merge(args) -> int:
-    from cpl.trace import Trace, TraceWriter, merge_logs, open_trace
+    from cpl.trace import (Trace, TraceWriter, as_ended, incomplete, merge_logs, open_trace,
+                           unplaced_of)
 
     _not_live(args.parts, args.output)
     trace_suffix(args.output, "-o")
@@ -40,6 +43,10 @@ def cmd_merge(args) -> int:
     lifelines = tuple(header["lifelines"])
     _may_replace(output, what if source.is_parts else None, args.force,
                  source.meta.get("run") if source.is_parts else None)
+    # the lines it cannot place go beside the trace, or beside the logs for a stream
+    side = Output.of(unplaced_of(args.parts[0].rstrip(os.sep) if output.stream
+                                 else args.output), "-o")
+    kept = _Kept(side, args.output)
     temporary = output.temporary()
     try:
         try:
@@ -54,11 +61,18 @@ def cmd_merge(args) -> int:
                 from ..results import LastValues
                 last = LastValues(lifelines, header.get("init"), source.reported)
             placed = merge_logs(source.logs, lifelines,
-                                writer.write if last is None else last.seeing(writer.write))
+                                writer.write if last is None else last.seeing(writer.write),
+                                kept.add)
+            kept.close()
             if last is not None:
                 placed["results"] = last.results()
-            meta = {key: value for key, value in source.meta.items() if key != "unmerged"}
-            writer.close({**meta, **placed})  # whole now
+            meta = {key: value for key, value in as_ended(source.meta).items()
+                    if key != "unmerged"}
+            found = placed.pop("incomplete", None)
+            meta = {**meta, **placed}
+            if found is not None:
+                meta = incomplete(meta, found, side.given if kept.count else None)
+            writer.close(meta)  # whole now
         try:
             trace = open_trace(temporary, lambda _: None)
             count = len(trace.events) if isinstance(trace, Trace) \
@@ -66,19 +80,25 @@ def cmd_merge(args) -> int:
         except TraceError as error:
             raise TraceError(f"the logs in {what} do not make a valid trace: "
                              f"{error.message}", args.output) from None
+        kept.keep()
         output.commit(temporary)
+        if found is None:
+            kept.forget()
     except TraceError as error:
         print(f"cpl merge: {_renamed(error, temporary, args.output)}\n  {args.output} and "
               f"{what} are as they were", file=sys.stderr)
         return EXIT_FAILED
     finally:
+        kept.discard()
         if os.path.lexists(temporary):
             os.unlink(temporary)
     transit = len(placed["in_transit"])
     print(f"{args.output}: {_counted(count, 'event')} of {_counted(len(lifelines), 'lifeline')}"
           f", {_counted(transit, 'message')} in transit, {placed['unplaced']:,} unplaced"
-          + (f"; {what} may be deleted" if source.is_parts else ""),
+          + (f"; {what} may be deleted" if source.is_parts and found is None else ""),
           file=sys.stderr if output.to_stdout else sys.stdout)
+    if found is not None:
+        print(f"cpl merge: {args.output} is incomplete: {meta['error']}", file=sys.stderr)
     cut = _cut_off(source)
     if cut:
         one = len(cut) == 1
@@ -87,7 +107,68 @@ def cmd_merge(args) -> int:
               f"\n  {args.output} holds every event logged so far and says 'vanished'; if "
               f"{'it is' if one else 'they are'} still running, merge again after "
               f"{'it closes' if one else 'they close'}", file=sys.stderr)
-    return EXIT_OK
+    return EXIT_OK if found is None else EXIT_FAILED
+
+
+class _Kept:
+    """The lines a merge could not place, kept a line at a time in a file beside the trace
+    being built, which ``keep()`` names ``side`` (``cpl.trace.unplaced_of``) with the trace;
+    none, none made."""
+
+    def __init__(self, side: Output, trace: str):
+        self.side, self.trace, self.count = side, trace, 0
+        self._path = self._handle = None
+
+    def add(self, kept: dict) -> None:
+        from cpl.trace import UNPLACED_FORMAT, line_of
+        if self._handle is None:
+            self._path = self.side.temporary()
+            self._handle = open(self._path, "w", encoding="utf-8")
+            self._write(line_of({"format": UNPLACED_FORMAT, "trace": self.trace}))
+        self._write(line_of(kept))
+        self.count += 1
+
+    def close(self) -> None:
+        if self._handle is not None:
+            try:
+                self._handle.close()
+            except OSError as error:
+                raise self._failed(error) from None
+
+    def keep(self) -> None:
+        if self._path is not None:
+            path, self._path = self._path, None
+            self.side.commit(path)
+
+    def forget(self) -> None:
+        """Remove what an earlier merge into the same trace kept, now that it is whole: a
+        regular file whose first line says it is that trace's lines not placed."""
+        from cpl.trace import UNPLACED_FORMAT
+        try:
+            if self.side.stream or not os.path.isfile(self.side.path):
+                return
+            with open(self.side.path, "rb") as handle:
+                first = json.loads(handle.readline(4096) or b"null")
+            if first == {"format": UNPLACED_FORMAT, "trace": self.trace}:
+                os.unlink(self.side.path)
+        except (OSError, ValueError):
+            return
+
+    def discard(self) -> None:
+        if self._handle is not None and not self._handle.closed:
+            self._handle.close()
+        if self._path is not None and os.path.lexists(self._path):
+            os.unlink(self._path)
+
+    def _write(self, line: str) -> None:
+        try:
+            self._handle.write(line)
+        except OSError as error:
+            raise self._failed(error) from None
+
+    def _failed(self, error: OSError) -> TraceError:
+        return TraceError(f"cannot keep the lines not placed: {error.strerror or error}",
+                          self.side.given)
 
 
 def _not_live(paths: list[str], output: str) -> None:
@@ -137,7 +218,7 @@ def _source(paths: list[str]) -> _Source | None:
     ``None`` once the error is said."""
     from choreo.status import VANISHED
     from cpl.live import AgentLogs
-    from cpl.trace import read_log
+    from cpl.trace import LogTail
     from ..parts import IDENTITY, Parts, PartsError
 
     runs = [path for path in paths if os.path.isfile(os.path.join(path, IDENTITY))]
@@ -153,7 +234,7 @@ def _source(paths: list[str]) -> _Source | None:
         ended = parts.end or {**parts.meta, "status": VANISHED, "error": (
             "the supervisor vanished before the run ended: cpl merge rebuilt the trace "
             "from the lifelines' logs")}
-        return _Source(parts.header, {name: read_log(log, name)
+        return _Source(parts.header, {name: LogTail(log, name)
                                       for name, log in parts.logs().items()},
                        ended, parts.folder, True, parts.reported)
     try:
@@ -189,7 +270,8 @@ def _may_replace(output: Output, folder: str | None, force: bool, run=None) -> N
 
 
 def _cut_short(path: str, run) -> bool:
-    """Whether a finished trace says its merge was cut short (``meta.unmerged``), in ``run``."""
+    """Whether a finished trace says its merge was cut short (``meta.unmerged``) or could not
+    place every event (``incomplete``: its parts are kept), in ``run``."""
     from cpl.trace import Trace, load_trace, stream_end
     if path.lower().endswith(".jsonl"):
         meta = stream_end(path)
@@ -199,7 +281,8 @@ def _cut_short(path: str, run) -> bool:
         except TraceError:
             return False
         meta = trace.meta if isinstance(trace, Trace) else None
-    return isinstance(meta, dict) and bool(meta.get("unmerged")) and meta.get("run") == run
+    return isinstance(meta, dict) and (bool(meta.get("unmerged")) or meta.get(
+        "status") == "incomplete") and meta.get("run") == run
 
 
 def _finished(path: str) -> bool:
@@ -232,11 +315,13 @@ def add_merge_command(commands) -> None:
         help="merge per-lifeline logs into one trace: a run's whose supervisor vanished, "
         "or agents' (cpl.live)",
         description="Merge per-lifeline logs into one trace: the events in causal order with "
-        "their vector clocks, the messages in transit and the receives that could not be "
-        "placed. Either the parts of a run whose `cpl run` was killed before it wrote its "
-        "trace whole (T.parts for --trace T; meta.status 'vanished'), or the logs agents "
-        "wrote through cpl.live on any processes or hosts (meta.status 'ok' when every "
-        "agent closed its log, else 'vanished').")
+        "their vector clocks and the messages in transit. Either the parts of a run whose "
+        "`cpl run` was killed before it wrote its trace whole (T.parts for --trace T; "
+        "meta.status 'vanished'), or the logs agents wrote through cpl.live on any processes "
+        "or hosts (meta.status 'ok' when every agent closed its log, else 'vanished'). What "
+        "cannot be placed (a receive whose send is in no log, a damaged line) makes the trace "
+        "'incomplete', naming the first such line (exit 1), the lines kept in "
+        "TRACE.unplaced.jsonl.")
     merge.add_argument("parts", metavar="PARTS", nargs="+",
                        help="a run's parts folder (e.g. t.jsonl.parts), or the logs of "
                        "agents (cpl.live): .jsonl files, or folders of them")

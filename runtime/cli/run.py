@@ -7,7 +7,9 @@ follows the run's status (``choreo.status.EXIT_CODES``).  A run over
 processes keeps its lifelines' logs beside the trace (``T.parts``, locked while
 it runs: ``runtime.cli.claim``) and removes them once the trace is whole: if
 the trace cannot be written (a full disk) they stay, for ``cpl merge``, and
-the run's results are printed all the same (exit 1).
+the run's results are printed all the same (exit 1).  They stay too when the
+merge could not place every event (``incomplete``, exit 1): they hold what the
+trace lacks.
 """
 
 from __future__ import annotations

@@ -2,7 +2,9 @@
 
 A trace whose run did not end ``ok`` is still a trace to evaluate, draw,
 explain or export, but its reader should know: one note on standard error
-says how it ended.  A trace whose merge was cut short (``meta.unmerged``: a
+says how it ended.  A trace its merge could not make whole (``incomplete``: events it
+could not place, kept beside it) is said to be so first, with what is missing and
+where it is kept.  A trace whose merge was cut short (``meta.unmerged``: a
 second Ctrl-C during ``cpl run``'s last merge) while its run's parts folder
 still holds events lacks some of them, so nothing is made of it: the error
 names the ``cpl merge`` that writes it whole.  (A trace without its end is a run cut
@@ -32,13 +34,18 @@ def read_trace(path: str, warn, pending: bool = False, whole: bool = False):
 def told(path: str, source) -> None:
     """A note if the trace's run did not end ``ok``; a ``TraceError`` if its merge was cut
     short and its parts folder still holds the events it lacks."""
-    from cpl.trace import JsonLines, left_in, parts_of, stream_end
+    from cpl.trace import INCOMPLETE, JsonLines, left_in, parts_of, stream_end
     # A stream's end comes after its events: read from the file's end, before them
     meta = stream_end(path) if isinstance(source, JsonLines) else getattr(source, "meta", None)
     if not isinstance(meta, Mapping) or meta.get("cut_off"):
         return  # a hand-written trace, or a stream without its end (warned of already)
     status = meta.get("status")
-    if isinstance(status, str) and status != "ok":
+    if status == INCOMPLETE:  # before anything is made of it: events are missing
+        error = meta.get("error")
+        complain(f"warning: {path} is incomplete: "
+                 + (error if isinstance(error, str) else "the merge could not place every event")
+                 + "; what follows is about the events it holds")
+    elif isinstance(status, str) and status != "ok":
         error = meta.get("error")
         complain(f"note: {path}: its run ended {status}"
                  + (f": {error}" if isinstance(error, str) and error != status else ""))
