@@ -272,3 +272,15 @@ def test_a_run_whose_last_merge_cannot_place_a_receive_ends_incomplete_and_keeps
     merged = cpl(tmp_path, "merge", "t.jsonl.parts", "-o", "t.jsonl")  # the logs are whole:
     assert merged.returncode == 0, merged.stderr  # the run's own end comes back
     assert load_trace(tmp_path / "t.jsonl").meta["status"] == "ok"
+
+
+def test_an_incomplete_merge_to_standard_output_keeps_its_lines_beside_the_logs(tmp_path):
+    review(tmp_path)
+    merged = cpl(tmp_path, "merge", "logs/Author.jsonl", "logs/Committer.jsonl", "-o", "-")
+    assert merged.returncode == 1 and "Traceback" not in merged.stderr, merged.stderr
+    meta = json.loads(merged.stdout)["meta"]  # the trace, on stdout
+    assert meta["status"] == "incomplete"
+    assert meta["incomplete"]["kept"] == "logs/Author.jsonl.unplaced.jsonl"
+    lines = (tmp_path / "logs/Author.jsonl.unplaced.jsonl").read_text().splitlines()
+    assert json.loads(lines[0]) == {"format": "cpl-unplaced/1", "trace": "-"}
+    assert len(lines) == 1 + 5
