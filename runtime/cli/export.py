@@ -20,7 +20,7 @@ from .usage import EXIT_OK, UsageError, complain
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110)
 
-TIMEOUT = 10.0  # seconds for each connect and read of --endpoint
+TIMEOUT = 10.0  # seconds for each request to --endpoint, as a whole
 
 
 def _headers(given: list[str]) -> dict:
@@ -127,5 +127,5 @@ def add_export_command(commands) -> None:
                         help="an HTTP header for --endpoint (repeatable; also read from "
                              "OTEL_EXPORTER_OTLP_HEADERS)")
     export.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
-                        help=f"wait at most this long for each connect and read of "
-                             f"--endpoint (default {TIMEOUT:g})")
+                        help=f"give each request to --endpoint at most this long, from "
+                             f"connecting to the last byte of the answer (default {TIMEOUT:g})")
