@@ -2,9 +2,10 @@
 
 :class:`Trace` and :class:`Event` are the model; :func:`load_trace` and
 :func:`open_trace` read any form (JSON, msgpack, ``.jsonl`` streamed) and
-check it; :class:`TraceWriter` is the only writer; :class:`Clocks` stamps
-vector clocks on recorded events; :func:`unwritable` says why a file could
-not be created; :func:`unfinished` words a trace whose run never ended while
+check it, and refuse more than ``MOST_LIFELINES`` lifelines
+(:func:`lifelines_within_cap`); :class:`TraceWriter` is the only writer;
+:class:`Clocks` stamps vector clocks on recorded events; :func:`unwritable`
+says why a file could not be created; :func:`unfinished` words a trace whose run never ended while
 its lifelines' logs (:func:`parts_of`, :func:`left_in`) are still there, and
 :func:`stream_end` reads a stream's end line alone; :func:`merge_logs` merges
 per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way, and
@@ -14,12 +15,13 @@ reads a stream line by line.
 
 from ..lazy import face
 
-__all__ = ["Clocks", "Event", "JsonLines", "KINDS", "LIVE_FORMAT", "LogTail", "Merging", "SUFFIXES", "Trace",
-           "TraceWriter", "dump_trace", "encode_json", "left_in", "load_trace", "merge_logs",
+__all__ = ["Clocks", "Event", "JsonLines", "KINDS", "LIVE_FORMAT", "LogTail", "Merging",
+           "MOST_LIFELINES", "SUFFIXES", "TooManyLifelines", "Trace", "TraceWriter", "dump_trace", "encode_json", "left_in", "load_trace", "merge_logs",
            "open_trace", "read_log", "parts_of", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
-           "value_problem"]
+           "lifelines_within_cap", "value_problem"]
 
 face(__name__, {
+    ".caps": "MOST_LIFELINES TooManyLifelines lifelines_within_cap",
     ".clocks": "Clocks",
     ".codec": "LARGEST_INT SMALLEST_INT encode_json value_problem",
     ".files": "dump_trace load_trace open_trace",
