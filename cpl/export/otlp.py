@@ -91,10 +91,22 @@ def outcome_word(outcome) -> str:
 
 
 def trace_id(trace) -> int:
-    """128 bits of SHA-256 over the trace's document (header, events, meta): the same
-    trace, in whichever form, gives the same id."""
-    document = json.dumps(trace.to_dict(), sort_keys=True, ensure_ascii=True, default=str)
-    return int.from_bytes(hashlib.sha256(document.encode("ascii")).digest()[:16], "big") or 1
+    """128 bits of SHA-256 over the trace's document (header, events, meta) as sorted ASCII
+    JSON: the same trace, in whichever form, gives the same id.  Hashed an event at a time
+    (``events`` sorts first), so the whole document's text is never in memory at once."""
+    import attrs
+
+    def text(value) -> bytes:
+        return json.dumps(value, sort_keys=True, ensure_ascii=True, default=str).encode("ascii")
+
+    empty = text(attrs.evolve(trace, events=()).to_dict())
+    start = b'{"events": ['
+    assert empty.startswith(start + b"]")
+    digest = hashlib.sha256(start)
+    for index, event in enumerate(trace.events):
+        digest.update(b", " + text(event.to_dict()) if index else text(event.to_dict()))
+    digest.update(empty[len(start):])
+    return int.from_bytes(digest.digest()[:16], "big") or 1
 
 
 def span_id(trace: int, what: str, name: str) -> int:
