@@ -45,7 +45,11 @@ def run(detectors, trace, where: str, timeout: float = DEFAULT_TIMEOUT):
     key = (os.getpid(), detectors)
     while len(found) < len(detectors):
         child = _CHILDREN.pop(key, None) or _Child(detectors, trace)
-        results, spent = child.ask(trace, len(found), where, timeout)
+        try:
+            results, spent = child.ask(trace, len(found), where, timeout)
+        except BaseException:  # Ctrl-C while it works: it ends with this process's wait
+            child.stop()
+            raise
         cpu += spent
         for result in results:
             found[detectors[len(found)].name] = result
@@ -77,7 +81,10 @@ class _Child:
         if self.pid == 0:  # the child: never returns
             for fd in (self._down, self._up, *(fd for other in _CHILDREN.values()
                                                for fd in (other._down, other._up))):
-                os.close(fd)  # another child's pipe held open here would never end
+                try:
+                    os.close(fd)  # another child's pipe held open here would never end
+                except OSError:
+                    pass
             serve(detectors, trace, down, up)
         os.close(down)
         os.close(up)

@@ -38,8 +38,9 @@ def hangs(trace):
         time.sleep(0.1)
 
 def forks(trace):
-    if os.fork() == 0:
-        _keep(os.getpid())  # the copy goes on: out of the detector, into its caller
+    copy = os.fork()  # the copy goes on: out of the detector, into its caller
+    if copy:
+        _keep(copy)
     return [e.id for e in trace.events[:1]]
 
 def lingers(trace):
@@ -52,10 +53,12 @@ def lingers(trace):
 
 def escapes(trace):
     middle = os.fork()
-    if middle == 0:
-        if os.fork() == 0:
-            _keep(os.getpid())
+    if middle == 0:  # a double fork: the grandchild is nobody's child once middle ends
+        grandchild = os.fork()
+        if grandchild == 0:
             time.sleep(60)
+            os._exit(0)
+        _keep(grandchild)
         os._exit(0)
     os.waitpid(middle, 0)
     return []
