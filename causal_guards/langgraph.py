@@ -5,12 +5,11 @@ what a node has *seen* is what reached it through state: the tokens travel there
 and a guard judges the causal past LangGraph gave the node, not the order its threads
 happened to finish in.
 
-* **Channel**: ``cpl: Tokens`` in the state schema maps a receiving lifeline to
-  ``{message id: token text}``; its reducer :func:`merge_tokens` merges one superstep's
-  writes, deletes consumed ids (mapped to ``None``) and never raises: whatever a caller
-  or node wrote is filed under a receiver (or :data:`UNADDRESSED`) and refused there.
+* **Channel**: ``cpl: Tokens`` in the state schema (see :mod:`causal_guards.graph_channel`).
 * **Nodes**: ``guards.node(lifeline, fn, to=..., reads=...)`` receives the tokens for
-  ``lifeline`` (a refused one is recorded as ``act("refused: ...")``), the state keys in
+  ``lifeline``, at most MAX_TAKEN a run (the rest wait in the state for its next run,
+  ``guards.until_taken`` routes it back for them; a refused token is recorded as
+  ``act("refused: ...")``), the state keys in
   ``reads`` set by the first receive; at the end its update's guard variables are one act,
   and one token per lifeline in ``to`` goes out in it, labelled ``fn {the update's keys}``.
 * **Send fan-out**: one lifeline per task, ``worker_k`` of ``family("worker", n)``, which
@@ -24,53 +23,33 @@ happened to finish in.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import os
 import threading
 from collections import OrderedDict
-from itertools import count, takewhile
+from itertools import count, islice, takewhile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
 from causal_guards.families import family, family_guards, member_label
+from causal_guards.graph_channel import UNADDRESSED, Tokens, merge_tokens  # noqa: F401 (face)
 from causal_guards.labels import send_label, update_label
 from cpl.live import (Agent, LiveError, System, Token, TokenRefused, UndeclaredVariable,
                       UnknownLifeline)
 
 CHANNEL = "cpl"
-UNADDRESSED = "?"  # receiver of entries nobody can be found for; the next node to run refuses them
-MAX_TAKEN = 64  # tokens a node takes from state per run; more are refused in one record
+MAX_TAKEN = 64  # entries a node run takes from state (bounds its work); more wait for its next run
 MAX_REASON = 240  # characters of a refusal's reason kept in its record
 MAX_MADE = 4096  # tokens sent and not yet received whose Token objects are kept
 
 
 class GraphGuardError(LiveError):
     """The adapter was used in a way it cannot guard; the message says the fix."""
-
-
-def merge_tokens(current: Any, update: Any) -> dict:
-    """The token channel's reducer: add new tokens, delete consumed ones, never raise."""
-    merged = dict(current) if isinstance(current, dict) else {}  # buckets copied when touched
-    for receiver, entries in _addressed(update):
-        bucket = merged[receiver] = dict(merged.get(receiver, ()))
-        for key, text in entries:
-            if text is None:
-                bucket.pop(key, None)
-            else:
-                bucket[key] = text
-        if not bucket:
-            del merged[receiver]
-    return merged
-
-
-Tokens = Annotated[dict, merge_tokens]
-"""The state channel's type: ``cpl: Tokens`` in a TypedDict state schema."""
 
 
 class GraphGuards:
@@ -250,25 +229,39 @@ class GraphGuards:
         return guarded_node
 
     def _take(self, agent: Agent, tokens: Any, lifeline: str, seen: dict, label: str) -> dict:
-        """Receive or refuse every token for ``lifeline`` (and unaddressed ones); ``seen`` (what
-        came with them) is set by the first receive, else by an act.  -> the deletions."""
+        """Receive or refuse the tokens for ``lifeline`` (then unaddressed ones), at most
+        MAX_TAKEN: the rest stay in the state for the next run, never deleted unread.
+        ``seen`` (what came with them) is set by the first receive, else by an act.
+        -> the deletions of the entries taken."""
         normal = type(tokens) is dict and all(type(b) is dict for b in tokens.values())
         inbox = tokens if normal else merge_tokens({}, tokens)
-        consumed = {}
+        consumed, budget = {}, MAX_TAKEN
         for receiver in (lifeline, UNADDRESSED):
-            if receiver not in inbox:
-                continue
-            entries = list(inbox[receiver].items())
-            for _, text in entries[:MAX_TAKEN]:
+            taken = list(islice(inbox.get(receiver, {}).items(), budget))
+            for _, text in taken:
                 if self._receive(agent, text, seen):
                     seen = {}
-            if len(entries) > MAX_TAKEN:
-                agent.act(f"refused: {len(entries) - MAX_TAKEN} more tokens than the "
-                          f"{MAX_TAKEN} a node takes at once")
-            consumed[receiver] = dict.fromkeys(key for key, _ in entries)
+            if taken:
+                consumed[receiver] = dict.fromkeys(key for key, _ in taken)
+                budget -= len(taken)
         if seen:
             agent.act(label, **seen)
         return consumed
+
+    def waiting(self, state: Any, lifeline: str) -> int:
+        """How many tokens for ``lifeline`` wait in ``state`` (a run takes MAX_TAKEN)."""
+        return len(merge_tokens({}, _field(state, self.channel)).get(lifeline, ()))
+
+    def until_taken(self, lifeline: str, node: str, then: Callable[[Any], Any]) -> Callable:
+        """A conditional edge for ``node``, a node of ``lifeline`` that may be sent more
+        tokens than one run takes (a fan-out of more than MAX_TAKEN tasks into it): back to
+        ``node`` while tokens for it wait, then wherever ``then`` routes."""
+        self.agent(lifeline)
+
+        def until_taken(state: Any) -> Any:
+            return node if self.waiting(state, lifeline) else then(state)
+
+        return until_taken
 
     def _receive(self, agent: Agent, text: Any, seen: dict) -> bool:
         """Receive one entry setting ``seen``, or record why not.  Text this object made is
@@ -338,34 +331,6 @@ class GraphGuards:
             raise GraphGuardError(f"a task of fan-out {name!r} carries a token for one member, "
                                   f"not {len(named)}: make its Send with GraphGuards.fan_out")
         return named[0]
-
-
-def _addressed(update: Any) -> Iterable[tuple[str, list[tuple[str, Any]]]]:
-    """An update's entries by receiver, whatever its shape: what cannot be attributed to
-    a receiver goes to UNADDRESSED, keys that are not strings get a digest of the value."""
-    if update is None:
-        return
-    if not isinstance(update, Mapping):
-        yield UNADDRESSED, [(_digest(update), update)]
-        return
-    for receiver, bucket in update.items():
-        if not isinstance(receiver, str):
-            receiver, bucket = UNADDRESSED, [bucket]
-        if isinstance(bucket, Mapping):
-            yield receiver, [(k if isinstance(k, str) else _digest(v), v)
-                             for k, v in bucket.items()]
-        elif isinstance(bucket, (list, tuple)):
-            yield receiver, [(_digest(v), v) for v in bucket if v is not None]
-        elif bucket is not None:
-            yield receiver, [(_digest(bucket), bucket)]
-
-
-def _digest(value: Any) -> str:
-    try:
-        shown = repr(value)[:4096]
-    except Exception:  # a hostile value's own __repr__ may raise anything
-        shown = type(value).__name__
-    return "raw:" + hashlib.sha1(shown.encode("utf-8", "replace")).hexdigest()[:16]
 
 
 def _field(state: Any, key: str) -> Any:

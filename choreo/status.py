@@ -24,10 +24,12 @@ DIED = "died"  # a lifeline process exited, or went silent where nobody sees its
 UNRESPONSIVE = "unresponsive"  # a lifeline process alive but silent past the heartbeat window
 NOT_JOINED = "not joined"  # a lifeline never said hello within its launcher's patience (runtime)
 VANISHED = "vanished"  # never a driver's: cpl merge's, for a run whose supervisor was lost
+LOST = "lost"  # a run over processes whose parts or trace were deleted or replaced as it ran
 
-STATUSES = (OK, FAILED, DEADLOCK, LIMIT, TIMEOUT, INTERRUPTED, DIED, UNRESPONSIVE, NOT_JOINED)
+STATUSES = (OK, FAILED, DEADLOCK, LIMIT, TIMEOUT, INTERRUPTED, DIED, UNRESPONSIVE, NOT_JOINED,
+            LOST)
 EXIT_CODES = {OK: 0, FAILED: 1, DEADLOCK: 1, LIMIT: 1, TIMEOUT: 1, DIED: 1, UNRESPONSIVE: 1,
-              NOT_JOINED: 1, INTERRUPTED: 130}
+              NOT_JOINED: 1, LOST: 1, INTERRUPTED: 130}
 
 
 class RunFailure(ChoreographyError):

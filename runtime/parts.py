@@ -7,17 +7,21 @@ written before any lifeline starts, holds the trace's header and what its
 id).  With ``--trace T`` the folder is ``T.parts`` beside the trace, named in
 its header, and ``cpl run`` removes it once the trace is written whole; if the
 supervisor vanishes first, ``cpl merge`` rebuilds the trace from the folder
-alone.  Everything read back from a folder is checked: it may be anyone's.
+alone.  While the run goes the folder is locked (:class:`Claim`, ``cpl.trace.hold``):
+no second run or merge touches a live run's parts.  Everything read back from a
+folder is checked: it may be anyone's.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import time
 
 import attrs
 
-from cpl.trace import RUN_IDENTITY, TooManyLifelines, encode_json, lifelines_within_cap
+from cpl.trace import (LOCK, RUN_IDENTITY, Holder, TooManyLifelines, encode_json, hold, holder,
+                       lifelines_within_cap)
 
 IDENTITY = RUN_IDENTITY
 END = "end.json"  # the run's meta, when its trace could not be written
@@ -84,6 +88,90 @@ class Parts:
         except (ValueError, RecursionError):
             raise PartsError(f"{path}: not JSON: the file is damaged (or not a run's)") from None
         return cls(folder, *_checked(data, path), _end(folder), _reported(data))
+
+
+class Taken(Exception):
+    """The parts folder is there already: a live run's (``holder`` says whose), or one
+    left by a run that never ended (``holder`` is ``None``)."""
+
+    def __init__(self, folder: str, by: Holder | None):
+        super().__init__(folder)
+        self.folder, self.holder = folder, by
+
+
+class Claim:
+    """A run's hold on its parts folder, made and locked here before its trace is opened
+    (so a second ``cpl run`` never truncates a live run's trace), released when the parts
+    are done; and what the folder, its lock and the trace were, so the run can tell at its
+    end whether they still are (someone deleted or replaced them: its record is lost)."""
+
+    def __init__(self, folder: str):
+        """``Taken`` if ``folder`` exists; ``OSError`` if it cannot be made and locked."""
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            raise Taken(folder, _holder(folder)) from None
+        self.folder, self.trace, self.lock = folder, None, None
+        try:
+            self.lock = hold(folder)
+        except OSError:
+            self.abandon()
+            raise
+        lock = os.path.join(folder, LOCK)
+        self.was = {folder: _identity(folder), lock: _identity(lock)}
+
+    def watch(self, trace: str) -> None:
+        """The run's trace, now open: it too must be the same file at the end."""
+        self.trace = trace
+        self.was[trace] = _identity(trace)
+
+    def vanished(self) -> list[str]:
+        """What is no longer what it was: deleted, moved away, or another file in its place."""
+        return [path for path, was in self.was.items() if was is None or _identity(path) != was]
+
+    def checked(self, meta: dict) -> dict:
+        """``meta`` as the run ended, or ``lost`` naming what vanished (runtime.verdicts)."""
+        vanished = self.vanished()
+        if not vanished:
+            return meta
+        from .verdicts import lost
+        verdict = lost(vanished, self.folder, self.trace, meta)
+        kept = {key: value for key, value in meta.items() if key not in ("error", "traceback")}
+        return {**kept, "status": verdict.status, "error": verdict.error, **verdict.facts}
+
+    def release(self) -> None:
+        """The parts are done (removed, or kept for ``cpl merge``): let them go."""
+        if self.lock is not None:
+            os.close(self.lock)
+            self.lock = None
+
+    def abandon(self) -> None:
+        """No run after all (its trace could not be opened): the folder goes as it came."""
+        self.release()
+        for remove, path in ((os.unlink, os.path.join(self.folder, LOCK)),
+                             (os.rmdir, self.folder)):
+            try:
+                remove(path)
+            except OSError:
+                pass
+
+
+def _holder(folder: str) -> Holder | None:
+    """Who holds ``folder``; a folder with no lock file yet may be a run's that made it an
+    instant ago and is about to lock it (``Claim``): it is looked at once more."""
+    found = holder(folder)
+    if found is None and not os.path.lexists(os.path.join(folder, LOCK)):
+        time.sleep(0.1)
+        found = holder(folder)
+    return found
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        found = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return found.st_dev, found.st_ino
 
 
 def keep_end(folder: str, meta: dict) -> bool:

@@ -41,8 +41,8 @@ import time
 import zmq
 
 from choreo.fingerprint import fingerprint
-from choreo.status import (DEADLOCK, FAILED, INTERRUPTED, OK, TIMEOUT, deadlocked, run_meta,
-                           timed_out)
+from choreo.status import (DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT, UNRESPONSIVE,
+                           deadlocked, run_meta, timed_out)
 from cpl.errors import TraceError
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
 from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE, Beat, Hello,
@@ -50,7 +50,7 @@ from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE
 from .following import Following
 from .interrupts import Interrupts
 from .launchers import Launcher, LocalProcesses, Unlaunched
-from .parts import Parts, log_of
+from .parts import Claim, Parts, log_of
 from .results import LastValues
 from .verdicts import ProbeWaves, Verdict, died, not_joined, unlaunched, unresponsive
 
@@ -60,7 +60,8 @@ class Supervisor:
 
     def __init__(self, plan, choreography: str, choreography_name: str | None, inputs: dict,
                  seed: int, *, secure: bool = True, timeout: float | None = None, host: str = "127.0.0.1",
-                 launchers: list[Launcher] | None = None, parts: str | None = None):
+                 launchers: list[Launcher] | None = None, parts: str | None = None,
+                 claim: Claim | None = None):
         self.plan, self.inputs, self.seed, self.timeout = plan, inputs, seed, timeout
         self.choreography, self.host = os.path.abspath(choreography), host
         self.choreography_name = choreography_name
@@ -85,18 +86,22 @@ class Supervisor:
         self.joining: dict[str, tuple[float, float]] = {}  # lifeline -> (launched, patience)
         self.started_at: float | None = None
         self.parts = parts  # the folder for the lifelines' logs, if not a temporary one
+        self.claim = claim  # its lock, and what must still be there at the end (runtime.parts)
         self.folder = ""  # the folder of the lifelines' logs, while the run goes
         self.unlogged: collections.Counter = collections.Counter()  # lost shipped lines
         self.shipped = 0  # shipped log lines heard
 
-    def run(self, write, interrupts: Interrupts | None = None) -> dict:
+    def run(self, write, interrupts: Interrupts | None = None, tell=None) -> dict:
         """Run to the end, writing each merged event with ``write``; returns the meta.
 
         The logs are merged into the trace as the run goes (``Following``), so what is
         left to merge when it stops is small.  SIGINT and SIGTERM are counted by
         ``interrupts`` (its caller's, which outlasts this call; else one of ours), never
         raised: the first ends the run, one during the stop hurries it, one during the
-        final merge cuts that short (``meta.unmerged``: the parts hold more).
+        final merge cuts that short (``meta.unmerged``: the parts hold more).  A lifeline
+        that died or is unresponsive is named at once, ``tell(meta)``, before the stop and
+        the last merge, which may take seconds.  A run whose parts or trace vanished meanwhile
+        (``claim``) ends ``lost``, whatever it did: its record is not whole.
 
         Everything the run holds is in the one scope below and is released on every
         path (an error of ours), in reverse order: the ZAP handler, the ZeroMQ context
@@ -143,6 +148,8 @@ class Supervisor:
                 meta = self._meta(INTERRUPTED, INTERRUPTED)
             except Unlaunched as failure:
                 meta = self._verdict(unlaunched(failure))
+            if tell is not None and meta["status"] in (DIED, UNRESPONSIVE):
+                tell(meta)  # print first, merge after
             ended = interrupts.count
             self._stop(control, lambda: interrupts.since(ended))
             merging = interrupts.count
@@ -153,7 +160,7 @@ class Supervisor:
             meta["results"] = last.results()
             if not whole:
                 meta["unmerged"] = True
-        return meta
+        return meta if self.claim is None else self.claim.checked(meta)
 
     def _unless_interrupted(self) -> None:
         """A signal counted already ends the run here, before the next stage."""

@@ -8,12 +8,13 @@ is decided and worded here, so each verdict can be tested without ZeroMQ.
 from __future__ import annotations
 
 import itertools
+import shlex
 import signal
 from collections.abc import Callable, Sequence
 
 import attrs
 
-from choreo.status import DIED, NOT_JOINED, UNRESPONSIVE
+from choreo.status import DIED, LOST, NOT_JOINED, UNRESPONSIVE
 from .control import quiet
 from .launchers import Unlaunched
 
@@ -58,6 +59,37 @@ def unlaunched(failure: Unlaunched) -> Verdict:
     for name, why in failure.dead.items():
         return died(name, None, why)
     return not_joined(failure.late, failure.waited, "not started")
+
+
+def lost(vanished: Sequence[str], folder: str, trace: str | None, meta: dict) -> Verdict:
+    """A run whose ``vanished`` files (its parts ``folder``, their lock, its ``trace``) are
+    gone or replaced by the time it ended (``meta``): whatever the run did, its record is
+    not whole, so it cannot say ``ok`` (runtime.parts.Claim tells what vanished)."""
+    parts_gone = any(path != trace for path in vanished)
+    what = " and ".join(dict.fromkeys(
+        f"its trace {trace}" if path == trace else f"its parts {folder}" for path in vanished))
+    why = (f"the events its lifelines logged there may not all be in {trace or 'the trace'}"
+           if parts_gone else
+           f"the trace it wrote is gone; its lifelines' logs are kept: `cpl merge "
+           f"{shlex.quote(folder)} -o {shlex.quote(trace or '')} --force` rebuilds it")
+    ended = meta.get("status")
+    return Verdict(LOST, f"{what} {'were' if parts_gone else 'was'} deleted or replaced "
+                   f"while the run went: {why} (the run itself ended {ended})",
+                   {"lost": {"vanished": list(vanished), "status": ended,
+                             **({"error": meta["error"]} if meta.get("error") else {})}})
+
+
+def as_ended(meta: dict) -> dict:
+    """The ``meta`` a ``lost`` run ended with before it was found lost: what ``cpl merge``
+    of its parts, kept whole, says."""
+    was = meta.get("lost")
+    if not isinstance(was, dict):
+        return meta
+    ended = {key: value for key, value in meta.items() if key not in ("lost", "error")}
+    ended["status"] = was.get("status", meta.get("status"))
+    if was.get("error"):
+        ended["error"] = was["error"]
+    return ended
 
 
 class ProbeWaves:

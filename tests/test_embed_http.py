@@ -27,7 +27,7 @@ from starlette.testclient import TestClient
 
 from causal_guards.http import (CausalMiddleware, GuardedRoute, Peers, async_causal_hooks,
                                 causal_hooks)
-from cpl.live import (MAX_TOKEN_TEXT, NotOwner, System, UndeclaredVariable, UnknownLabel,
+from cpl.live import (MAX_TOKEN_TEXT, KeyRing, NotOwner, System, UndeclaredVariable, UnknownLabel,
                       UnknownLifeline)
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -182,6 +182,37 @@ def test_hostile_tokens_are_4xx_with_a_body_and_leave_the_monitor_unchanged(agen
             assert deployer.taken == before_taken + 1, case  # the refusal, nothing else
             added = log_lines(log)[len(before_lines):]
             assert [event_label(line) for line in added] == [f"refused: {body['reason']}"], case
+
+
+def test_with_per_lifeline_keys_the_author_cannot_approve_for_the_reviewer(tmp_path):
+    """Each service its own system and key (docs/embedding.md, "Who can forge what"): the
+    Author's process, holding no key but its own, sends a token "from" the Reviewer
+    saying v2 is approved; it is a 401 naming the key, and the guard still refuses. The
+    genuine review, relayed by the Author, then lets the deploy through."""
+    names = ["Author", "Reviewer", "Deployer"]
+    ring = KeyRing.generate(names)
+
+    def process(name, keys=None, log=tmp_path):
+        return System(names, {"deploy": ("Deployer", GUARD)}, ["approved", "version", "deployed"],
+                      keys=keys or ring.only(name)).agent(name, log=log)
+
+    author, reviewer, deployer = (process(name) for name in names)
+    made = KeyRing.generate(["Reviewer"])
+    impostor = process("Reviewer", KeyRing({**ring.public, **made.public}, made.private),
+                       log=None)
+    impostor.act(approved=True, version="v2")
+    forged = impostor.send("Deployer", "POST /deploy").text
+    hooks = causal_hooks(author, {REVIEWER: "Reviewer", DEPLOYER: "Deployer"})
+    with TestClient(deployer_app(deployer), base_url=DEPLOYER) as to_deployer, \
+            TestClient(reviewer_app(reviewer), base_url=REVIEWER) as to_reviewer:
+        refused = to_deployer.post("/deploy", params={"version": "v2"},
+                                   headers={"cpl-token": forged})
+        assert refused.status_code == 401 and refused.json()["reason"] == "forged"
+        assert "not signed by Reviewer's key" in refused.json()["detail"]
+        assert not deployer.holds("deploy")
+        to_deployer.event_hooks = to_reviewer.event_hooks = hooks
+        assert to_reviewer.post("/review", params={"version": "v2"}).status_code == 200
+        assert to_deployer.post("/deploy", params={"version": "v2"}).status_code == 200
 
 
 def test_fuzzed_tokens_never_reach_the_monitor(agents):

@@ -22,7 +22,7 @@ from langgraph.graph import END, START, StateGraph  # noqa: E402
 
 from causal_guards.langgraph import (GraphGuards, Tokens, family, family_guards,  # noqa: E402
                                      member_label, merge_tokens)
-from cpl.live import System  # noqa: E402
+from cpl.live import KeyRing, System  # noqa: E402
 from runtime.cli import main as cli_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -164,9 +164,9 @@ class Chain(TypedDict, total=False):
     cpl: Tokens
 
 
-def chain_system(guard: str = "@Tester(status == passed)", secret: bytes | None = None):
+def chain_system(guard: str = "@Tester(status == passed)", **signing):
     return System(["Tester", "Committer"], {"merge": ("Committer", guard)},
-                  variables=["status"], secret=secret)
+                  variables=["status"], **signing)
 
 
 def chain_graph(guards: GraphGuards, *, with_tester: bool = True):
@@ -250,11 +250,16 @@ def hostile_value(rng: random.Random, depth: int = 0):
     return {rng.choice(keys): hostile_value(rng, depth + 1) for _ in range(rng.randrange(4))}
 
 
-def test_fuzzed_channels_and_mutated_signed_tokens_never_move_the_committer(tmp_path):
-    """Signed tokens: any change to a genuine one is refused (forged, malformed or
-    replayed); random shapes in the channel are refused; the graph always finishes."""
+@pytest.mark.parametrize("signing", ["secret", "keys"])
+def test_fuzzed_channels_and_mutated_signed_tokens_never_move_the_committer(tmp_path, signing):
+    """Signed tokens (a shared secret, or per-lifeline keys: the graph's process runs both
+    lifelines, so it holds both keys): any change to a genuine one is refused (forged,
+    malformed or replayed); random shapes in the channel are refused; the graph always
+    finishes."""
     logs = tmp_path / "logs"
-    with GraphGuards(chain_system(secret=bytes(range(32))), log=str(logs)) as guards:
+    options = {"secret": bytes(range(32))} if signing == "secret" else \
+        {"keys": KeyRing.generate(["Tester", "Committer"])}
+    with GraphGuards(chain_system(**options), log=str(logs)) as guards:
         updates = list(chain_graph(guards).stream({}, stream_mode="updates"))
         genuine = next(iter(next(u["tester"]["cpl"]["Committer"] for u in updates
                                  if "tester" in u).values()))
@@ -320,3 +325,72 @@ def test_async_nodes_and_a_checkpointer_carry_the_tokens(tmp_path):
         assert graph.get_state(thread).values["cpl"] == {}  # every token was consumed
     assert verdicts == ["merged", "rejected"]
     assert "2 decisions re-checked" in merged_and_rechecked(logs, tmp_path)
+
+
+# -- fan-outs larger than one node run takes ---------------------------------------------
+
+def wide_fan_out(guards: GraphGuards, n: int, *, drain: bool):
+    """Planner -> n worker tasks -> Sink, which decides whether all n are done: END, or
+    plan again. With ``drain`` the sink first runs again while tokens for it wait."""
+    def plan(state: Fan) -> dict:
+        return {"items": list(range(n))}
+
+    def work(payload: dict, agent) -> dict:
+        agent.act(done=True)
+        return {"reports": [agent.lifeline]}
+
+    decide = guards.route("all done", END, "plan")
+    g = StateGraph(Fan)
+    g.add_node("plan", guards.node("Planner", plan))
+    g.add_node("worker", guards.tasks("worker", work, to=["Sink"]))
+    g.add_node("sink", guards.node("Sink", lambda state: {}))
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", lambda state: guards.fan_out(
+        "Planner", "worker", [{"item": i} for i in state["items"]]), ["worker"])
+    g.add_edge("worker", "sink")
+    g.add_conditional_edges("sink", guards.until_taken("Sink", "sink", decide) if drain
+                            else decide, [END, "plan", "sink"])
+    return g.compile()
+
+
+def wide_system(n: int, every: int = 1) -> System:
+    """The sink's guard names every ``every``-th worker and the last (a guard naming 200
+    lifelines takes seconds to compile, twice: here and in ``cpl eval``)."""
+    workers = family("worker", n)
+    watched = sorted({*workers[::every], workers[-1]}, key=workers.index)
+    return System(["Planner", *workers, "Sink"],
+                  {"all done": ("Sink", " && ".join(f"@{w}.done" for w in watched))},
+                  variables=["done"])
+
+
+def received(log: Path) -> list[dict]:
+    return [e for e in events(log) if e.get("kind") == "recv"]
+
+
+def test_a_fan_out_of_65_into_a_sink_taking_64_a_run_ends_and_loses_no_token(tmp_path):
+    """The 65th token waits in the state for the sink's next run (it was deleted unread,
+    and the sink's guard never held: the graph looped to its recursion limit)."""
+    logs = tmp_path / "logs"
+    with GraphGuards(wide_system(65), log=str(logs)) as guards:
+        state = wide_fan_out(guards, 65, drain=False).invoke({}, {"recursion_limit": 40})
+        assert guards.agent("Sink").holds("all done")
+    sent = 2 * 65  # the sink saw 64 of the first fan-out: plan again, a second one
+    assert len(state["reports"]) == sent
+    waiting = len(state["cpl"].get("Sink", {}))
+    assert len(received(logs / "Sink.jsonl")) == 2 * 64 and waiting == sent - 2 * 64
+    assert refusals(logs / "Sink.jsonl") == []
+    assert "2 decisions re-checked: all agree" in merged_and_rechecked(logs, tmp_path)
+
+
+def test_a_fan_out_of_200_is_taken_whole_by_a_sink_routed_back_until_taken(tmp_path):
+    logs = tmp_path / "logs"
+    workers = family("worker", 200)
+    with GraphGuards(wide_system(200, every=8), log=str(logs)) as guards:
+        state = wide_fan_out(guards, 200, drain=True).invoke({}, {"recursion_limit": 40})
+        assert guards.agent("Sink").holds("all done")
+    assert sorted(state["reports"]) == sorted(workers)  # one fan-out, no second round
+    assert state["cpl"] == {}  # every token taken
+    senders = [e["msg"].rsplit(":", 1)[0] for e in received(logs / "Sink.jsonl")]
+    assert sorted(senders) == sorted(workers)
+    assert refusals(logs / "Sink.jsonl") == []
+    assert "1 decision re-checked: all agree" in merged_and_rechecked(logs, tmp_path)

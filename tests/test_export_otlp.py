@@ -243,7 +243,7 @@ def test_a_malformed_trace_is_the_same_error_as_cpl_eval(tmp_path):
 ])
 def test_an_out_path_that_cannot_be_written_is_one_clear_line(review, tmp_path, target, words):
     result = cpl("export", review, "--otlp", tmp_path / target)
-    assert result.returncode == 1 and words in result.stderr, result.stderr
+    assert result.returncode == 2 and words in result.stderr, result.stderr  # a usage error
     assert "Traceback" not in result.stderr and len(result.stderr.splitlines()) == 1
 
 

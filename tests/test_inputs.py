@@ -100,24 +100,28 @@ c.send(A, B, x)
 
 
 @pytest.mark.parametrize(("target", "expected"), [
-    ("/proc/t.jsonl", "the directory '/proc' is not writable (No such file or directory)"),
-    ("/nonexistent/t.jsonl", "the directory '/nonexistent' does not exist"),
-    ("/etc/hostname/t.jsonl", "'/etc/hostname' is not a directory"),
-    (".", "it is a directory; name a file in it"),
+    ("/proc/t.jsonl", "--trace: /proc/t.jsonl: cannot write the trace: the directory '/proc' "
+                      "is not writable (No such file or directory)"),  # found by opening it
+    ("/nonexistent/t.jsonl", "--trace /nonexistent/t.jsonl: the directory '/nonexistent' does "
+                             "not exist"),  # found by looking at it (runtime.cli.outputs)
+    ("/etc/hostname/t.jsonl", "--trace /etc/hostname/t.jsonl: '/etc/hostname' is not a "
+                              "directory"),
+    (".", "--trace .: it is a directory; name a file in it"),
 ])
 def test_an_unusable_trace_path_says_what_is_wrong_with_it(tmp_path, target, expected):
     result = cpl("run", _relay(tmp_path), "--sim", "--trace", target, cwd=tmp_path)
     assert result.returncode == 2
-    assert result.stderr == f"cpl run: --trace: {target}: cannot write the trace: {expected}\n"
+    assert result.stderr == f"cpl run: {expected}\n"
 
 
 def test_render_says_why_it_cannot_write_its_output(tmp_path):
+    """Before the picture is drawn: a usage error (runtime.cli.outputs)."""
     trace = tmp_path / "t.json"
     assert cpl("run", _relay(tmp_path), "--sim", "--trace", trace).returncode == 0
     result = cpl("render", trace, "-o", "/proc/t.dot")
-    assert result.returncode == 1
-    assert result.stderr == ("error: cannot write /proc/t.dot: the directory '/proc' is not "
-                             "writable (No such file or directory)\n")
+    assert result.returncode == 2
+    assert result.stderr == ("cpl render: -o /proc/t.dot: cannot write it: the directory "
+                             "'/proc' is not writable (No such file or directory)\n")
 
 
 @pytest.mark.parametrize("command", [("run",), ("validate",), ("show",), ("run", "--sim")])

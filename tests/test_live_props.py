@@ -13,7 +13,7 @@ reader, and then:
 * the merged trace has exactly the events the agents took, its messages in
   transit are exactly the tokens never delivered, and ``cpl.monitor``'s
   offline re-check (what ``cpl eval`` runs) agrees with every recorded decision;
-* all of it with and without a ``secret``.
+* all of it unsigned, with a ``secret``, and with per-lifeline keys (``KeyRing``).
 
 One slower test runs the real commands (``cpl merge``, ``cpl eval``) on such logs.
 """
@@ -30,7 +30,7 @@ import tempfile
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from cpl.lang import check
-from cpl.live import AgentLogs, System
+from cpl.live import AgentLogs, KeyRing, System
 from cpl.monitor import decisions, evaluate_trace
 from cpl.semantics import Evaluator
 from cpl.trace import TraceWriter, load_trace, merge_logs
@@ -41,7 +41,7 @@ POOL = ("A", "B", "C", "D")
 VARIABLES = ("x", "y", "z")
 SYMBOLS = ("a", "b")  # bare words that are no declared variable: constants
 VALUES = (0, 1, 2, 1.0, -1, "a", "b", True, False, None)
-SECRETS = st.sampled_from([None, b"0123456789abcdef-secret"])
+SIGNING = st.sampled_from([{}, {"secret": b"0123456789abcdef-secret"}, {"keys": True}])
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -60,7 +60,10 @@ def systems(draw):
     guards = {f"g{i}": (draw(st.sampled_from(lifelines)), draw(_guards_over(lifelines)))
               for i in range(count)}
     init = draw(st.dictionaries(st.sampled_from(lifelines), _updates(), max_size=2))
-    return System(lifelines, guards, VARIABLES, init=init, secret=draw(SECRETS))
+    signing = draw(SIGNING)
+    if "keys" in signing:  # one process runs every agent here, so it holds every key
+        signing = {"keys": KeyRing.generate(lifelines)}
+    return System(lifelines, guards, VARIABLES, init=init, **signing)
 
 
 def _updates():

@@ -49,13 +49,13 @@ def test_format_option_wins_over_the_suffix(tmp_path):
     (["-o", "{tmp}/x.txt"], 2, "cannot tell the format"),
     (["-o", "{tmp}/x.svg", "--highlight", "c33"], 2, "no event 'c33'; did you mean 'c3'?"),
     (["-o", "{tmp}/x.svg", "--max-rows", "-1"], 2, "--max-rows"),
-    (["-o", "{tmp}/no/such/folder/x.svg"], 1, "cannot write"),
+    (["-o", "{tmp}/no/such/folder/x.svg"], 2, "no/such/folder' does not exist"),
 ])
 def test_errors_are_one_clear_line_with_the_contract_exit_code(tmp_path, args, code, words):
     result = cpl("render", FIG2, *[a.format(tmp=tmp_path) for a in args])
     assert result.returncode == code and words in result.stderr, result.stderr
     assert "Traceback" not in result.stderr
-    assert not list(tmp_path.glob("**/.cpl-render-*")), "no temporary file left behind"
+    assert not list(tmp_path.glob("**/.cpl-*")), "no temporary file left behind"
 
 
 def test_a_malformed_trace_draws_nothing(tmp_path):

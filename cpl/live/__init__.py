@@ -4,20 +4,22 @@ Compile a :class:`System` once (its lifelines, guards and variables); take
 one :class:`Agent` per lifeline (``system.agent(name)``) and tell it each
 event as it happens: ``act``, ``send`` (a :class:`Token` to pass on with the
 message), ``receive`` (the token that came), ``decide`` (a choice by a guard
-it owns).  Each agent can log its events; ``cpl merge`` turns the logs of
+it owns).  With ``System(keys=KeyRing...)`` each lifeline signs its tokens and
+its own state with its own key.  Each agent can log its events; ``cpl merge`` turns the logs of
 every process into one ``cpl-msc/1`` trace that ``cpl eval`` re-checks.
 """
 
 from ..lazy import face
 
-__all__ = ["Agent", "AgentLogs", "LiveError", "LogExists", "MAX_TOKEN", "MAX_TOKEN_TEXT",
-           "NotOwner", "System", "Token", "TokenRefused", "UndeclaredVariable", "UnknownLabel",
-           "UnknownLifeline"]
+__all__ = ["Agent", "AgentLogs", "KeyRing", "LiveError", "LogExists", "MAX_TOKEN",
+           "MAX_TOKEN_TEXT", "NotOwner", "SigningUnavailable", "System", "Token", "TokenRefused",
+           "UndeclaredVariable", "UnknownLabel", "UnknownLifeline"]
 
 face(__name__, {
     ".agent": "Agent",
-    ".errors": "LiveError LogExists NotOwner TokenRefused UndeclaredVariable UnknownLabel "
-               "UnknownLifeline",
+    ".errors": "LiveError LogExists NotOwner SigningUnavailable TokenRefused "
+               "UndeclaredVariable UnknownLabel UnknownLifeline",
+    ".keys": "KeyRing",
     ".log": "AgentLogs",
     ".system": "System",
     ".token": "MAX_TOKEN MAX_TOKEN_TEXT Token",

@@ -18,6 +18,7 @@ import attrs
 
 from ..monitor import Metadata, Monitor
 from .errors import LiveError, NotOwner, TokenRefused, UnknownLifeline
+from .keys import PROOF_BYTES
 from .log import AgentLog
 from .token import MAX_TOKEN, Token, sign
 
@@ -42,6 +43,11 @@ class Agent:
         self._lock = threading.Lock()
         self._ships_values = any(e.variables for e in system.program.exports)
         self._sized: list = []  # the @B.x values whose token size was last checked
+        self._proofs: dict[int, tuple] = {}  # per-lifeline keys: carried position -> proof
+        if system.signing is not None and not system.signing.holds(lifeline):
+            raise LiveError(f"{lifeline} signs its tokens with its own key, which this "
+                            f"system's KeyRing does not hold: load it with "
+                            f"KeyRing.load(folder, {lifeline!r})")
         self._log = AgentLog.open(log, system, lifeline, fsync, overwrite) \
             if log is not None else None
 
@@ -70,6 +76,8 @@ class Agent:
             token = Token(self.system.signature, self.lifeline, to, self.sent, label, metadata)
             if self.system.secret is not None:
                 token = attrs.evolve(token, signature=sign(token.fields(), self.system.secret))
+            elif self.system.signing is not None:
+                token = self.system.signing.sign(token, self._proofs)
             self._took("send", to=to, msg=token.msg, label=label or None)
             return token
 
@@ -161,6 +169,8 @@ class Agent:
         views = self.monitor.varviews
         size = len(Metadata(tuple(self.seen.values()), (0,) * len(views),
                             tuple(map(tuple, views))).encode())
+        if self.system.signing is not None:  # a proof per entry, the sender's signature
+            size += PROOF_BYTES * (len(views) + 1)
         if size <= MAX_TOKEN - 1024:
             self._sized = list(views)
         else:
@@ -201,6 +211,9 @@ class Agent:
         for name, position in self.system.carried.items():
             if token.metadata.vc[position] > seen[name]:
                 seen[name] = token.metadata.vc[position]
+                if token.proofs is not None:  # the entry the monitor took, and its proof
+                    self._proofs[position] = (token.signature, token.digest) \
+                        if name == token.sender else token.proofs[position]
 
 
 def _label(label) -> str | None:

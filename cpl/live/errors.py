@@ -63,6 +63,14 @@ class TokenRefused(LiveError):
         self.reason = reason
 
 
+class SigningUnavailable(LiveError):
+    """Per-lifeline keys without the ``cryptography`` package, which signs with them."""
+
+    def __init__(self):
+        super().__init__("per-lifeline keys (KeyRing) sign with the cryptography package, "
+                         "which is not installed: pip install 'causal-guards[signing]'")
+
+
 def _said(what: str, name, known, rest: str) -> str:
     """``what``, the closest known name if one is close, then ``rest``."""
     hint = did_you_mean(name, known)

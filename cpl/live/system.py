@@ -20,6 +20,7 @@ from ..lang import DEFAULT, Registry, Schema, ast, check
 from ..monitor import OwnedFormula, compile_guards
 from ..trace import value_problem
 from .errors import LiveError, UndeclaredVariable, UnknownLabel, UnknownLifeline
+from .keys import Signing
 
 MAX_NAME = 200  # characters of a lifeline, label or variable name
 
@@ -31,12 +32,14 @@ class System:
     beside ``result`` is a ``GuardError``; ``symbols``, when given, lists the constants
     allowed, and a listed one is never taken for a misspelt variable).  ``init`` gives
     lifelines their starting values; with ``secret`` (bytes) every token is signed and an
-    unsigned or forged one refused.  ``System.from_schema``
+    unsigned or forged one refused, but every process holding the secret can sign as any
+    lifeline; with ``keys`` (a ``KeyRing``) each lifeline signs its own tokens and state
+    with its own key (docs/embedding.md, "Who can forge what").  ``System.from_schema``
     takes the lifelines, variables and symbols from a schema, as ``cpl check`` does."""
 
     def __init__(self, lifelines: Iterable[str], guards: Mapping[str, tuple[str, str]],
                  variables: Iterable[str], *, init: Mapping[str, Mapping] | None = None,
-                 secret: bytes | None = None, symbols: Iterable[str] | None = None,
+                 secret: bytes | None = None, keys=None, symbols: Iterable[str] | None = None,
                  predicates: Registry = DEFAULT):
         self.lifelines = _names(lifelines, "lifeline")
         self._members = frozenset(self.lifelines)
@@ -45,6 +48,9 @@ class System:
         if secret is not None and not (isinstance(secret, bytes) and len(secret) >= 16):
             raise LiveError("secret must be bytes, at least 16 of them (os.urandom(32) makes one)")
         self.secret = secret
+        if secret is not None and keys is not None:
+            raise LiveError("give secret or keys, not both: per-lifeline keys replace the "
+                            "shared secret")
         self.symbols = None if symbols is None else frozenset(_names(symbols, "symbol", True))
         both = sorted(self.variables & (self.symbols or frozenset()))
         if both:
@@ -78,6 +84,8 @@ class System:
                        for label, (owner, guard) in sorted(self.guards.items())]},
             ensure_ascii=True).encode()).hexdigest()[:16]
         self.signature = bytes.fromhex(self.fingerprint)  # what a token carries of it
+        self.keys = keys
+        self.signing = None if keys is None else Signing(keys, self)
         self.read_lately: dict = {}  # id -> Token read and checked lately (token.read)
         self._reading = threading.Lock()
 

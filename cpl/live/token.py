@@ -3,13 +3,17 @@
 Binary form, one msgpack array::
 
     [VERSION, system, sender, receiver, seq, label, metadata, signature]
+    [SIGNED, system, sender, receiver, seq, label, metadata, signature, proofs]
 
 ``system`` is the 8 bytes of the system's fingerprint, ``seq`` the sender's
 message number (the message id is ``f"{sender}:{seq}"``), ``metadata`` what
 :class:`cpl.monitor.Metadata` encodes (the runtime's wire metadata, the same
 codec), ``signature`` an HMAC-SHA256 of the rest (16 bytes) when the system
-has a secret, else empty.  The text form, for headers and JSON, is
-``cpl1.`` + unpadded base64url of those bytes.
+has a secret, else empty.  A system with per-lifeline keys (:mod:`.keys`)
+makes the second form: ``signature`` is the sender's Ed25519 signature of
+its own record, ``proofs`` one per carried lifeline, ``None`` or
+``[signature, digest]`` of that lifeline's own record.  The text form, for
+headers and JSON, is ``cpl1.`` + unpadded base64url of those bytes.
 
 Everything is checked before a monitor sees it (:func:`read`), and a token
 is refused whole: its size and layout, the system, the addressee, the
@@ -34,10 +38,11 @@ from ..trace import value_problem
 from .errors import TokenRefused
 
 VERSION = 1
+SIGNED = 2  # the version of a token signed with per-lifeline keys
 PREFIX = "cpl1."
 MAX_TOKEN = 12 * 1024  # bytes of the binary form
 MAX_TOKEN_TEXT = len(PREFIX) + (MAX_TOKEN * 4 + 2) // 3  # fits any HTTP server's header limit
-_FIELDS = 8
+_FIELDS = 8  # a VERSION token's, one more for a SIGNED token's proofs
 READ_LATELY = 64  # tokens a system remembers having read and checked, for the receive after
 _SIGNATURE = 16
 _BEYOND = 2**64  # no msgpack integer (a decoded token's clock or seq) reaches it
@@ -54,6 +59,7 @@ class Token:
     label: str
     metadata: Metadata
     signature: bytes = b""
+    proofs: tuple | None = None  # with per-lifeline keys: (signature, digest) or None each
 
     @property
     def msg(self) -> str:
@@ -72,7 +78,9 @@ class Token:
 
     @functools.cached_property
     def _encoded(self) -> bytes:
-        return msgpack.packb(self.fields() + [self.signature], use_bin_type=True)
+        tail = [self.signature] if self.proofs is None else \
+            [self.signature, [None if p is None else list(p) for p in self.proofs]]
+        return msgpack.packb(self.fields() + tail, use_bin_type=True)
 
     @functools.cached_property
     def _text(self) -> str:
@@ -80,8 +88,14 @@ class Token:
 
     def fields(self) -> list:
         """Every field but the signature, as the binary form lists them: what is signed."""
-        return [VERSION, self.system, self.sender, self.receiver, self.seq, self.label,
-                self.metadata.encode()]
+        return [VERSION if self.proofs is None else SIGNED, self.system, self.sender,
+                self.receiver, self.seq, self.label, self.metadata.encode()]
+
+    @functools.cached_property
+    def digest(self) -> bytes:
+        """16 bytes that name this send (every field but the signatures): what its
+        sender's signed record says it was made at."""
+        return hashlib.sha256(msgpack.packb(self.fields(), use_bin_type=True)).digest()[:16]
 
 
 def sign(fields: list, secret: bytes | None) -> bytes:
@@ -100,7 +114,7 @@ def read(token, system) -> Token:
             return token  # this system read it just now (an adapter that replies to its sender)
         _check_system(token.system, system)
         _check_built(token, system)
-        if system.secret is None:
+        if system.secret is None and system.signing is None:
             return token
         data = token.encode()  # typed now, so it encodes; its signature is checked below
     elif isinstance(token, str):
@@ -140,18 +154,22 @@ def _decode(data: bytes, system) -> Token:
     except Exception:  # msgpack raises many unrelated types on hostile bytes
         raise TokenRefused("malformed", "not a token's msgpack array (cut short, or not a "
                            "token)") from None
-    if not (isinstance(fields, list) and len(fields) == _FIELDS):
-        raise TokenRefused("malformed", f"a token is an array of {_FIELDS} fields")
-    version, fingerprint, sender, receiver, seq, label, metadata, signature = fields
-    if version != VERSION:
-        raise TokenRefused("malformed", f"token version {version!r:.20}, this library reads "
-                           f"{VERSION}")
+    if not (isinstance(fields, list) and len(fields) in (_FIELDS, _FIELDS + 1)):
+        raise TokenRefused("malformed", f"a token is an array of {_FIELDS} fields "
+                           f"({_FIELDS + 1} signed with per-lifeline keys)")
+    version, fingerprint, sender, receiver, seq, label, metadata, signature = fields[:_FIELDS]
+    if (version, len(fields)) not in ((VERSION, _FIELDS), (SIGNED, _FIELDS + 1)):
+        raise TokenRefused("malformed", f"token version {version!r:.20} of {len(fields)} "
+                           f"fields, this library reads {VERSION} (of {_FIELDS}) and "
+                           f"{SIGNED} (of {_FIELDS + 1})")
+    proofs = _proofs(fields[-1]) if version == SIGNED else None
     if not (isinstance(fingerprint, bytes) and isinstance(sender, str)
             and isinstance(receiver, str) and type(seq) is int and seq > 0
             and isinstance(label, str) and isinstance(metadata, bytes)
             and isinstance(signature, bytes)):
         raise TokenRefused("malformed", "a token field has the wrong type")
     _check_system(fingerprint, system)
+    _check_kind(proofs, system)
     if system.secret is not None and not hmac.compare_digest(
             signature, sign(fields[:-1], system.secret)):
         raise TokenRefused("forged", "its signature does not match this system's secret "
@@ -167,7 +185,35 @@ def _decode(data: bytes, system) -> Token:
             problem = None if value is UNSET else value_problem(value, recorded=True)
             if problem:
                 raise TokenRefused("malformed", f"a variable view {problem}")
-    return Token(fingerprint, sender, receiver, seq, label, decoded, signature)
+    token = Token(fingerprint, sender, receiver, seq, label, decoded, signature, proofs)
+    if system.signing is not None:
+        system.signing.check(token)
+    return token
+
+
+def _proofs(proofs) -> tuple:
+    """A signed token's proofs, each ``None`` or ``(signature, digest)`` of right sizes."""
+    if not _proofs_shaped(proofs, list):
+        raise TokenRefused("malformed", "a signed token's proofs are a list of [64-byte "
+                           "signature, 16-byte digest] or nil")
+    return tuple(None if p is None else tuple(p) for p in proofs)
+
+
+def _proofs_shaped(proofs, kind) -> bool:
+    return type(proofs) is kind and len(proofs) <= MAX_TOKEN // 80 and all(
+        p is None or type(p) is kind and len(p) == 2
+        and type(p[0]) is bytes and len(p[0]) == 64
+        and type(p[1]) is bytes and len(p[1]) == 16 for p in proofs)
+
+
+def _check_kind(proofs, system) -> None:
+    """A token signed as the system signs: with its per-lifeline keys, or not."""
+    if system.signing is None and proofs is not None:
+        raise TokenRefused("foreign", "signed with per-lifeline keys, which this system has "
+                           "not (give every process's System keys=, with the same public keys)")
+    if system.signing is not None and proofs is None:
+        raise TokenRefused("forged", "it is not signed by its sender's key, and this system "
+                           "takes only tokens so signed (keys=)")
 
 
 def _check_system(fingerprint: bytes, system) -> None:
@@ -186,6 +232,7 @@ def _check_built(token: Token, system) -> None:
     if not (isinstance(token.sender, str) and isinstance(token.receiver, str)
             and type(token.seq) is int and 0 < token.seq < _BEYOND
             and isinstance(token.label, str) and isinstance(token.signature, bytes)
+            and (token.proofs is None or _proofs_shaped(token.proofs, tuple))
             and isinstance(metadata, Metadata)
             and _shaped(metadata, system.shape)):
         raise TokenRefused("malformed", "a token field has the wrong type")

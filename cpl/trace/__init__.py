@@ -5,8 +5,10 @@
 check it, and refuse more than ``MOST_LIFELINES`` lifelines
 (:func:`lifelines_within_cap`); :class:`TraceWriter` is the only writer;
 :class:`Clocks` stamps vector clocks on recorded events; :func:`unwritable`
-says why a file could not be created; :func:`unfinished` words a trace whose run never ended while
-its lifelines' logs (:func:`parts_of`, :func:`left_in`) are still there, and
+says why a file could not be created; :func:`unfinished` words a trace whose
+run never ended while its lifelines' logs (:func:`parts_of`, :func:`left_in`)
+are still there, :func:`holder` names the live run whose parts they are
+(:func:`hold` takes that lock), and
 :func:`stream_end` reads a stream's end line alone; :func:`merge_logs` merges
 per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way, and
 :class:`Merging` does it as the logs grow (:class:`LogTail`); :class:`JsonLines`
@@ -15,8 +17,9 @@ reads a stream line by line.
 
 from ..lazy import face
 
-__all__ = ["Clocks", "Event", "JsonLines", "KINDS", "LIVE_FORMAT", "LogTail", "Merging",
-           "MOST_LIFELINES", "SUFFIXES", "TooManyLifelines", "Trace", "TraceWriter", "dump_trace", "encode_json", "left_in", "load_trace", "merge_logs",
+__all__ = ["Clocks", "Event", "Holder", "LOCK", "JsonLines", "KINDS", "LIVE_FORMAT", "LogTail",
+           "Merging", "MOST_LIFELINES", "SUFFIXES", "TooManyLifelines", "Trace", "TraceWriter",
+           "dump_trace", "encode_json", "hold", "holder", "left_in", "load_trace", "merge_logs",
            "open_trace", "read_log", "parts_of", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
            "lifelines_within_cap", "value_problem"]
 
@@ -25,6 +28,7 @@ face(__name__, {
     ".clocks": "Clocks",
     ".codec": "LARGEST_INT SMALLEST_INT encode_json value_problem",
     ".files": "dump_trace load_trace open_trace",
+    ".holder": "Holder LOCK hold holder",
     ".lines": "JsonLines",
     ".merge": "merge:merge_logs read_log LogTail Merging",
     ".msc": "KINDS Event Trace",

@@ -4,8 +4,9 @@
 trace (``t.jsonl.parts``, which the header's ``parts`` names) until the trace
 is written whole, and removes it then.  A trace without its end (or one that
 does not parse) with that folder still there lost its supervisor, or is being
-written right now: ``cpl merge`` rebuilds it from the logs, and readers say
-so.  A write that fails (a full disk, a file size limit) says how far it got.
+written right now (``holder`` tells which): ``cpl merge`` rebuilds it from the
+logs of a run that is gone, and readers say so.  A write that fails (a full
+disk, a file size limit) says how far it got.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 
 from ..errors import TraceError
 from .codec import read_limit
+from .holder import holder
 
 PARTS_SUFFIX = ".parts"
 _NO_ROOM = frozenset((errno.ENOSPC, errno.EFBIG, errno.EDQUOT))  # a full disk, a size limit
@@ -41,6 +43,10 @@ def unfinished(trace, named: str | None = None, lead: str = "") -> str:
             return ""
     except (OSError, ValueError):  # a name the file system cannot hold
         return ""
+    live = holder(folder)
+    if live is not None:  # its cpl run goes on, and writes the trace whole itself
+        return (f"{lead}its run is still going: {folder} is {live}, which writes the whole "
+                f"trace when it ends")
     return (f"{lead}its run never ended, and its lifelines' logs are in {folder}: if that "
             f"`cpl run` is gone, `cpl merge {shlex.quote(str(folder))} -o "
             f"{shlex.quote(str(path))}` rebuilds the whole trace from them")

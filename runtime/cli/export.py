@@ -3,7 +3,7 @@
 Reads any trace form as ``cpl render`` does (a cut-off stream is exported as far
 as it goes, with a warning); the spans are built by ``cpl.export`` on the
 OpenTelemetry SDK, an extra: without it the command says what to install (exit 2).
-``--otlp`` is written whole or not at all; a collector that cannot be reached or
+``--otlp`` is written whole or not at all (``runtime.cli.outputs``); a collector that cannot be reached or
 refuses the spans is exit 1, after ``--otlp`` was written.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import sys
 
 from cpl.errors import TraceError
 
 from .arguments import add_command, add_trace_file
+from .outputs import STDOUT, Output
 from .usage import EXIT_OK, UsageError, complain
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110)
@@ -75,8 +75,7 @@ def cmd_export(args) -> int:
         raise UsageError("say where the spans go: --otlp OUT.json and/or --endpoint URL")
     if not 0 < args.timeout <= 3600:  # also refuses nan; inf would wait forever
         raise UsageError("--timeout: give a number of seconds above 0, at most 3600")
-    if args.otlp not in (None, "-") and os.path.isdir(args.otlp):
-        raise TraceError(f"cannot write {args.otlp}: it is a directory; name a file in it")
+    output = None if args.otlp is None else Output.of(args.otlp, "--otlp")
     if args.header and args.endpoint is None:
         raise UsageError("--header is for --endpoint: give the collector's URL too")
     url = None
@@ -94,14 +93,9 @@ def cmd_export(args) -> int:
         except OSError:
             anchor = 0
         requests = _Counted(lambda: otlp_batches(trace, args.parent, anchor))
-        if args.otlp is not None:  # made as they are written (again below for --endpoint)
-            parts = (text.encode("utf-8") for text in otlp_json(requests))
-            if args.otlp == "-":
-                sys.stdout.buffer.writelines(parts)
-                sys.stdout.flush()
-            else:
-                from .view import write_atomically
-                write_atomically(args.otlp, parts)
+        if output is not None:  # made as they are written (again below for --endpoint)
+            output.write(text.encode("utf-8") for text in otlp_json(requests))
+            if args.otlp != STDOUT:
                 complain(f"wrote {args.otlp}: {_summary(trace, requests)}")
         if url is not None:
             _post_all(requests, url, headers, args.timeout)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 import sys
 
 import attrs
@@ -21,6 +20,7 @@ import attrs
 from cpl.errors import TraceError
 
 from .arguments import TRACE_FILES, add_command
+from .outputs import Output, trace_suffix
 from .usage import EXIT_FAILED, EXIT_OK, UsageError
 
 TAIL = 1 << 20  # bytes read from a stream's end to find its end line
@@ -30,14 +30,17 @@ _END_LINE = re.compile(rb'\s*\{\s*"end"\s*:')
 def cmd_merge(args) -> int:
     from cpl.trace import Trace, TraceWriter, merge_logs, open_trace
 
+    _not_live(args.parts, args.output)
+    trace_suffix(args.output, "-o")
+    output = Output.of(args.output, "-o")  # a device or FIFO is written into, never replaced
     source = _source(args.parts)
     if source is None:
         return EXIT_FAILED
     header, what = source.header, source.what
     lifelines = tuple(header["lifelines"])
-    _may_replace(args.output, what if source.is_parts else None, args.force,
+    _may_replace(output, what if source.is_parts else None, args.force,
                  source.meta.get("run") if source.is_parts else None)
-    temporary = _beside(args.output)
+    temporary = output.temporary()
     try:
         try:
             writer = TraceWriter.open(temporary, header["lifelines"], header.get("init"),
@@ -63,7 +66,7 @@ def cmd_merge(args) -> int:
         except TraceError as error:
             raise TraceError(f"the logs in {what} do not make a valid trace: "
                              f"{error.message}", args.output) from None
-        os.replace(temporary, args.output)
+        output.commit(temporary)
     except TraceError as error:
         print(f"cpl merge: {_renamed(error, temporary, args.output)}\n  {args.output} and "
               f"{what} are as they were", file=sys.stderr)
@@ -74,7 +77,8 @@ def cmd_merge(args) -> int:
     transit = len(placed["in_transit"])
     print(f"{args.output}: {_counted(count, 'event')} of {_counted(len(lifelines), 'lifeline')}"
           f", {_counted(transit, 'message')} in transit, {placed['unplaced']:,} unplaced"
-          + (f"; {what} may be deleted" if source.is_parts else ""))
+          + (f"; {what} may be deleted" if source.is_parts else ""),
+          file=sys.stderr if output.to_stdout else sys.stdout)
     cut = _cut_off(source)
     if cut:
         one = len(cut) == 1
@@ -84,6 +88,19 @@ def cmd_merge(args) -> int:
               f"{'it is' if one else 'they are'} still running, merge again after "
               f"{'it closes' if one else 'they close'}", file=sys.stderr)
     return EXIT_OK
+
+
+def _not_live(paths: list[str], output: str) -> None:
+    """A live run's parts (or its trace as ``-o``) are its own: it merges them into its
+    trace as it goes, and writes that whole at its end (cpl.trace.holder); touch nothing."""
+    from cpl.trace import holder, parts_of
+    for path, what in [*((path, path) for path in paths), (parts_of(output), f"-o {output}")]:
+        live = holder(path)
+        if live is not None:
+            told = f"{path} is {live}" if path == what else \
+                f"{what}: the trace of a live run ({path} is {live})"
+            raise UsageError(f"{told}: that run is still going, and writes its whole trace "
+                             f"when it ends; nothing was touched")
 
 
 def _cut_off(source: "_Source") -> list[str]:
@@ -148,25 +165,27 @@ def _source(paths: list[str]) -> _Source | None:
     return _Source(agents.trace_header, agents.events(), agents.meta(), what, False)
 
 
-def _may_replace(output: str, folder: str | None, force: bool, run=None) -> None:
-    """TRACE may be replaced if it is new, empty, or the trace of the parts in ``folder``
-    (``None``: agents' logs, which have no trace of their own yet) that is unfinished or
-    whose merge was cut short (``meta.unmerged``) in the same ``run``: the parts hold more."""
+def _may_replace(output: Output, folder: str | None, force: bool, run=None) -> None:
+    """TRACE may be replaced if it is new, empty, a stream (written into: nothing of it is
+    lost), or the trace of the parts in ``folder`` (``None``: agents' logs, which have no
+    trace of their own yet) that is unfinished or whose merge was cut short
+    (``meta.unmerged``) in the same ``run``: the parts hold more."""
     from cpl.trace import parts_of
     try:
-        if not os.path.lexists(output) or os.path.getsize(output) == 0 or force:
+        if not output.holds_data() or force:
             return
         ours = folder is not None and \
-            os.path.realpath(parts_of(output)) == os.path.realpath(folder)
-        if ours and (not _finished(output) or run is not None and _cut_short(output, run)):
+            os.path.realpath(parts_of(output.given)) == os.path.realpath(folder)
+        if ours and (not _finished(output.path) or run is not None
+                     and _cut_short(output.path, run)):
             return
     except (OSError, ValueError) as error:
-        raise UsageError(f"-o {output}: cannot look at it: "
+        raise UsageError(f"-o {output.given}: cannot look at it: "
                          f"{getattr(error, 'strerror', None) or error}") from None
     why = ("a whole trace (it has its end): its run finished" if ours
            else "a file already" if folder is None
            else "not the unfinished trace of these parts")
-    raise UsageError(f"-o {output}: it is {why}; give --force to replace it")
+    raise UsageError(f"-o {output.given}: it is {why}; give --force to replace it")
 
 
 def _cut_short(path: str, run) -> bool:
@@ -198,24 +217,6 @@ def _finished(path: str) -> bool:
     return True
 
 
-def _beside(output: str) -> str:
-    """A new file beside ``output`` with its suffix (its form), for the trace being built;
-    created as any file is (mode 0666 less the umask, as ``cpl run`` writes its trace), not
-    ``mkstemp``'s 0600: the rename makes it the trace, readable as run traces are."""
-    folder, name = os.path.split(os.path.abspath(output))
-    suffix = os.path.splitext(name)[1]
-    for _ in range(100):
-        path = os.path.join(folder, f".{name}.{secrets.token_hex(4)}.merging{suffix}")
-        try:
-            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
-            return path
-        except FileExistsError:
-            continue
-        except OSError as error:
-            raise UsageError(f"-o {output}: cannot write beside it: {error.strerror}") from None
-    raise UsageError(f"-o {output}: cannot write beside it: 100 names taken")
-
-
 def _counted(number: int, noun: str) -> str:
     return f"{number:,} {noun}{'' if number == 1 else 's'}"
 
@@ -240,7 +241,8 @@ def add_merge_command(commands) -> None:
                        help="a run's parts folder (e.g. t.jsonl.parts), or the logs of "
                        "agents (cpl.live): .jsonl files, or folders of them")
     merge.add_argument("-o", "--output", metavar="TRACE", required=True,
-                       help=f"the trace to write ({TRACE_FILES}); an unfinished trace of "
-                       f"these parts is replaced, a whole trace only with --force")
+                       help=f"the trace to write ({TRACE_FILES}; '-': standard output); an "
+                       f"unfinished trace of these parts is replaced, a whole trace only "
+                       f"with --force")
     merge.add_argument("--force", action="store_true",
                        help="replace TRACE even if it is a whole trace or another file")

@@ -4,10 +4,10 @@ Both forms open the trace *before* the run (an unwritable ``--trace`` costs
 no run), stream every event into it, print each lifeline's result, and only
 then close the trace with ``meta`` saying how the run ended; the exit code
 follows the run's status (``choreo.status.EXIT_CODES``).  A run over
-processes keeps its lifelines' logs beside the trace (``T.parts``) and
-removes them once the trace is whole: if the trace cannot be written (a full
-disk) they stay, for ``cpl merge``, and the run's results are printed all
-the same (exit 1).
+processes keeps its lifelines' logs beside the trace (``T.parts``, locked while
+it runs: ``runtime.cli.claim``) and removes them once the trace is whole: if
+the trace cannot be written (a full disk) they stay, for ``cpl merge``, and
+the run's results are printed all the same (exit 1).
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ import contextlib
 import json
 import math
 import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from cpl.errors import TraceError
 
 from .arguments import (add_choreography, add_command, add_inputs, add_max_steps, add_schedule,
                         add_seed)
+from .claim import claimed, settled
 from .usage import UsageError, option_json
 from .view import add_ids, add_values
 from ..lineage import Sweep
@@ -36,7 +36,7 @@ def cmd_run(args) -> int:
     from choreo import load_one
     from choreo.plan import prepare
 
-    _trace_suffix(args.trace)
+    _outputs(args)
     if args.sim and (args.hosts or args.insecure):
         raise UsageError(f"{'--hosts' if args.hosts else '--insecure'} is for a run over "
                          f"processes; --sim runs every lifeline in this process")
@@ -90,21 +90,35 @@ def _run(args, plan, inputs, trace_path, render_format) -> int:
 
 
 def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
-    """The run with its trace written, results printed: its exit code."""
-    from choreo.status import EXIT_CODES
-    from cpl.trace import TraceWriter, parts_of
+    """The run with its parts folder locked until they are done (runtime.parts.Claim)."""
+    from cpl.trace import parts_of
+    parts = parts_of(args.trace) if args.trace and not args.sim \
+        and not args.trace_stream else None  # a device's run keeps its logs elsewhere
+    claim = claimed(parts, args.trace) if parts else None  # before the trace is opened
+    try:
+        return _written(args, plan, inputs, trace_path, interrupts, parts, claim)
+    finally:
+        if claim is not None:
+            claim.release()
 
-    parts = parts_of(args.trace) if args.trace and not args.sim else None
-    if parts and os.path.lexists(parts):  # a killed run's logs: never write over them
-        raise UsageError(f"--trace: {parts} holds the logs of a run that never ended: "
-                         f"`{_merge(parts, args.trace)}` rebuilds its trace; or delete it")
+
+def _written(args, plan, inputs, trace_path, interrupts, parts, claim) -> int:
+    """The run with its trace written, results printed: its exit code."""
+    from choreo.status import EXIT_CODES, LOST
+    from cpl.trace import TraceWriter
+
     writer = None
     if trace_path:  # checked before the run: an unwritable path must not cost a run
         try:
             writer = TraceWriter.open(trace_path, **plan.header(inputs),
                                       parts=parts and os.path.basename(parts))
         except TraceError as error:
+            if claim is not None:
+                claim.abandon()
             raise UsageError(f"--{'trace' if args.trace else 'render'}: {error}") from None
+        if claim is not None:
+            claim.watch(trace_path)
+    told: list[str] = []  # the error said as the run ended, before its last merge
     lost: list[TraceError] = []  # the write that failed: the run goes on, its results count
 
     def write(event) -> None:
@@ -144,8 +158,9 @@ def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
                 (listen, launchers_for(plan.lifelines, placement, args.join_timeout))
             supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
                                     secure=not args.insecure, timeout=args.timeout,
-                                    host=listen, launchers=launchers, parts=parts)
-            meta = supervisor.run(write, interrupts)  # its results: the trace's last values
+                                    host=listen, launchers=launchers, parts=parts,
+                                    claim=claim)
+            meta = supervisor.run(write, interrupts, lambda ended: _tell(ended, told))
             results = meta.get("results", {})
         dead = (meta.get("died") or {}).get("lifeline")  # killed: it may have had no time
         for lifeline in plan.lifelines:  # results first, then the trace
@@ -159,30 +174,22 @@ def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
                 writer.close(meta)
             except TraceError as error:
                 lost.append(error)
-    unmerged = meta.get("unmerged") and args.trace and not lost
-    if meta["status"] != "ok":
+    written = args.trace and not lost and not meta.get("unmerged") and meta["status"] != LOST
+    if meta["status"] != "ok" and told == [meta.get("error")]:
+        if written:
+            print(f"cpl run: trace written to {args.trace}", file=sys.stderr)
+    elif meta["status"] != "ok":
         print(f"cpl run: {meta.get('error', meta['status'])}"
               + (f"\n{meta['traceback']}" if meta.get("traceback") else "")  # an action's own
-              + (f"\n  (trace written to {args.trace})" if args.trace and not lost
-                 and not unmerged else ""), file=sys.stderr)
-    code = EXIT_CODES[meta["status"]]
-    if lost or unmerged:
-        from ..parts import keep_end
-        if parts:
-            keep_end(parts, meta)  # how the run ended, for cpl merge
-    if lost:
-        print(f"cpl run: {lost[0]}" + (f"\n  the lifelines' logs are kept in {parts}: "
-                                       f"`{_merge(parts, args.trace)}` rebuilds the trace "
-                                       f"once there is room" if parts else ""), file=sys.stderr)
-        code = code or 1
-    elif unmerged:
-        print(f"cpl run: stopped while merging: {args.trace} lacks events the lifelines "
-              f"logged; `{_merge(parts, args.trace)}` writes the whole trace",
-              file=sys.stderr)
-        code = code or 130
-    elif parts:
-        shutil.rmtree(parts, ignore_errors=True)  # the trace is whole: its parts are done
-    return code
+              + (f"\n  (trace written to {args.trace})" if written else ""), file=sys.stderr)
+    return settled(parts, args.trace, meta, lost, EXIT_CODES[meta["status"]])
+
+
+def _tell(meta: dict, told: list) -> None:
+    """Name a lifeline that died or is unresponsive now, on standard error: the stop, the
+    last merge and the trace's end come after, and may take seconds on a busy machine."""
+    told.append(meta.get("error"))
+    print(f"cpl run: {meta.get('error', meta['status'])}", file=sys.stderr, flush=True)
 
 
 def _on_ray(args, plan, cluster):
@@ -210,22 +217,21 @@ def _unwritten(event) -> None:
     Ctrl-C from a ``KeyboardInterrupt`` an action raises (``choreo.actions.own``)."""
 
 
-def _trace_suffix(path: str | None) -> None:
-    """``--trace OUT``'s suffix must say a trace's form: ``out.txt`` would silently be JSON
-    (no suffix is JSON: ``/dev/full``)."""
-    if path is None:
-        return
-    from cpl.trace import SUFFIXES
-    suffix = os.path.splitext(os.path.basename(path))[1]
-    if suffix and suffix.lower() not in SUFFIXES:
-        raise UsageError(f"--trace {path}: give a file ending in .json, .jsonl (streamed) or "
-                         f".msgpack (also .mpk), not {suffix}")
-
-
-def _merge(parts: str, trace: str) -> str:
-    """The command that rebuilds ``trace`` from its ``parts``, ready to paste."""
-    import shlex
-    return f"cpl merge {shlex.quote(parts)} -o {shlex.quote(trace)}"
+def _outputs(args) -> None:
+    """``--trace`` and ``--render`` looked at before the run (``runtime.cli.outputs``): a
+    trace's suffix says its form; a directory, socket or block device is refused, and so
+    is standard output, which carries the run's results.  A trace into a device or FIFO
+    keeps its lifelines' logs in a temporary folder: nothing beside it is the run's."""
+    from .outputs import Output, trace_suffix
+    trace_suffix(args.trace, "--trace")
+    args.trace_stream = False
+    for option, given in (("--trace", args.trace), ("--render", args.render)):
+        output = given and Output.of(given, option)
+        if output and output.to_stdout:
+            raise UsageError(f"{option} {given}: standard output carries the run's results; "
+                             f"name a file (or /dev/stderr)")
+        if output and option == "--trace":
+            args.trace_stream = output.stream
 
 
 def _render_format(path: str | None) -> str | None:
@@ -249,13 +255,17 @@ def _render_run(trace_path: str, out: str, form: str, values: bool | None = None
     stream; 1 if the picture could not be made."""
     from cpl.trace import open_trace
     from cpl.view import render_parts
-    from .view import drawn, write_atomically
+    from .outputs import Output
+    from .view import drawn
     try:
         source = open_trace(trace_path)
-        write_atomically(out, drawn(lambda: render_parts(source, form, values=values,
-                                                                ids=ids)))
+        Output.of(out, "--render").write(drawn(lambda: render_parts(source, form,
+                                                                    values=values, ids=ids)))
     except TraceError as error:
         print(f"cpl run: --render: {error}", file=sys.stderr)
+        return 1
+    except UsageError as error:  # made unwritable during the run: said, as a failed write
+        print(f"cpl run: {error}", file=sys.stderr)
         return 1
     return 0
 

@@ -3,22 +3,19 @@
 Both read any trace form (document, msgpack, ``.jsonl`` stream — a cut-off
 stream is drawn as far as it goes, with a warning) and load the
 choreography's own predicates with ``--predicates``.  ``render`` writes its
-file whole or not at all: the picture goes to a temporary file beside OUT and
-is renamed over it at the end.
+file whole or not at all, and writes into a device or FIFO rather than over it
+(``runtime.cli.outputs``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
-import tempfile
-from typing import Iterable, Iterator
-
-from cpl.errors import TraceError
+from typing import Iterator
 
 from .arguments import add_command, add_format, add_predicates, add_trace_file
+from .outputs import Output
 from .traces import read_trace
 from .usage import EXIT_OK, UsageError, complain, for_terminal, json_for_terminal
 
@@ -38,6 +35,7 @@ def cmd_render(args) -> int:
     """A stream is read keeping only the drawn window (``cpl.view.render_parts``); the
     picture is written as its parts come."""
     from cpl.view import FORMATS, NoSuchEvent, format_of, missing, render_parts
+    output = Output.of(args.output, "-o")  # what it is first: a directory has no format
     form = args.format or format_of(args.output)
     if form is None:
         raise UsageError(f"-o {args.output}: cannot tell the format from the suffix; give "
@@ -50,7 +48,7 @@ def cmd_render(args) -> int:
         raise UsageError("--max-rows: give 0 (no limit) or a positive number of rows")
     predicates = _predicates(args, source) if form == "html" else None
     try:
-        write_atomically(args.output, drawn(lambda: render_parts(
+        output.write(drawn(lambda: render_parts(
             source, form, args.highlight, args.max_rows, predicates, args.values, args.ids)))
     except NoSuchEvent as error:
         raise UsageError(f"--highlight: {error}") from None
@@ -67,31 +65,6 @@ def drawn(draw) -> Iterator[bytes]:
         yield from ((data,) if isinstance(data, bytes) else data)
     except NeedsDot as error:
         raise UsageError(str(error)) from None
-
-
-def write_atomically(path: str, data: Iterable[bytes]) -> None:
-    """``data`` (its parts, in order) to ``path`` whole, or an error naming the path and
-    nothing written (also when making a part fails)."""
-    folder = os.path.dirname(os.path.abspath(path))
-    try:
-        handle, temporary = tempfile.mkstemp(dir=folder, prefix=".cpl-render-")
-    except OSError as error:
-        from cpl.trace import unwritable
-        raise TraceError(f"cannot write {path}: {unwritable(path, error)}") from None
-    try:
-        with os.fdopen(handle, "wb") as out:
-            for part in data:
-                out.write(part)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(temporary, 0o666 & ~umask)  # as open() would make it: mkstemp's is 0600
-        os.replace(temporary, path)
-    except OSError as error:
-        os.unlink(temporary)
-        raise TraceError(f"cannot write {path}: {error.strerror}") from None
-    except BaseException:
-        os.unlink(temporary)
-        raise
 
 
 def cmd_explain(args) -> int:
@@ -148,7 +121,8 @@ def _render_options(render) -> None:
 
     add_trace_file(render)
     render.add_argument("-o", "--output", metavar="OUT", required=True,
-                        help="the file to write; its suffix gives the format")
+                        help="the file to write; its suffix gives the format ('-': "
+                        "standard output, with --format)")
     render.add_argument("--format", choices=FORMATS, help="the format, if not OUT's suffix")
     render.add_argument("--highlight", metavar="EVENT", help="emphasise EVENT's causal past, "
                         "grey the rest, and ring the latest event of each lifeline it saw")
@@ -183,5 +157,4 @@ def add_ids(parser, prefix: str = "") -> None:
                         f"fits without moving anything)")
 
 
-__all__ = ["add_ids", "add_values", "add_view_commands", "cmd_explain", "cmd_render", "drawn",
-           "write_atomically"]
+__all__ = ["add_ids", "add_values", "add_view_commands", "cmd_explain", "cmd_render", "drawn"]

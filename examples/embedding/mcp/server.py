@@ -11,6 +11,7 @@ import sys
 from mcp.server.mcpserver import MCPServer
 
 from causal_guards.mcp import CausalTools
+from causal_guards.mcp_stdio import run_stdio
 from cpl.live import LogExists
 from mail_system import SECRET_VARIABLE, SEND, mail_system
 
@@ -46,7 +47,7 @@ def main() -> int:
               file=sys.stderr)
         return 2
     with mailer:
-        mail_server(mailer).run("stdio")
+        run_stdio(mail_server(mailer))  # server.run("stdio"), but no request goes unanswered
     return 0
 
 
