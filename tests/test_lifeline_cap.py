@@ -115,3 +115,9 @@ def test_no_writer_makes_a_trace_no_reader_takes(tmp_path):
     with pytest.raises(TraceError, match=f"at most {MOST_LIFELINES:,} lifelines"):
         TraceWriter.open(tmp_path / "t.jsonl", _names(MOST_LIFELINES + 1))
     assert not (tmp_path / "t.jsonl").exists()
+
+
+def test_no_system_of_agents_has_more_lifelines_than_a_trace():
+    from cpl.live import LiveError, System
+    with pytest.raises(LiveError, match=f"at most {MOST_LIFELINES:,} lifelines"):
+        System(_names(MOST_LIFELINES + 1), {}, [])
