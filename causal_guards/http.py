@@ -7,8 +7,10 @@ Client side, :func:`causal_hooks` / :func:`async_causal_hooks` are httpx event h
 send a token with each request to a known peer and receive the token of its response.
 
 Input from the network is hostile: a missing, malformed, foreign, forged or replayed token
-is a 4xx with a JSON body that says what is wrong and how to fix it, recorded on the
-agent's lifeline as an act ``refused: <reason>``; the monitor is otherwise unchanged.
+is a 4xx with a JSON body that says what is wrong and how to fix it, counted on the agent's
+lifeline by ``Agent.refused`` (an act ``refused: <reason>``, at most two a second per
+reason); the monitor is otherwise unchanged.  A request whose event the agent's log cannot
+take (``LogFailed``: a full disk, a file size limit) is a 503 naming that, recorded nowhere.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from urllib.parse import parse_qsl, urlsplit
 
 import attrs
 
-from cpl.live import Agent, LiveError, TokenRefused, UnknownLifeline
+from cpl.live import Agent, LiveError, LogFailed, TokenRefused, UnknownLifeline
 
 
 DEFAULT_HEADER = "cpl-token"
@@ -61,6 +63,7 @@ class Refusal:
     body: Mapping[str, Any]
     caller: str | None = None  # the lifeline to answer with a token (a false guard only)
     reply_label: str = ""
+    headers: tuple[tuple[bytes, bytes], ...] = ()
 
 
 @attrs.frozen
@@ -99,14 +102,20 @@ class CausalMiddleware:
             return
         values = [value for name, value in scope["headers"] if name == self.header_key]
         route = self.routes.get(scope["path"])
+        started = []  # the response's start, once sent: a 503 can be answered until then
         if not values and route is None:
-            await self.app(scope, receive, send)
-            return
-        outcome = self._admit(scope, values, route)
-        if isinstance(outcome, Refusal):
-            await self._answer(outcome, send)
-            return
-        await self.app(scope, receive, self._replying(send, outcome))
+            outcome: Admitted | Refusal | None = None
+        else:
+            outcome = self._admit(scope, values, route)
+            if isinstance(outcome, Refusal):
+                await self._answer(outcome, send)
+                return
+        try:
+            await self.app(scope, receive, self._replying(send, outcome, started))
+        except LogFailed as failed:  # the app's own event found no room in the log
+            if started:
+                raise
+            await self._answer(_unlogged(failed), send)
 
     def _admit(self, scope: Scope, values: list[bytes], route: GuardedRoute | None
                ) -> Admitted | Refusal:
@@ -128,11 +137,17 @@ class CausalMiddleware:
                                 "send token.text unchanged")
         except TokenRefused as refused:
             return self._refuse(refused.reason, str(refused))
+        except LogFailed as failed:
+            return _unlogged(failed)
         except LiveError as error:  # a query value the store cannot hold
             return self._refuse("request", str(error))
         if route is None:
             return Admitted(token.sender, "reply")
-        if self.agent.decide(route.label):
+        try:
+            holds = self.agent.decide(route.label)
+        except LogFailed as failed:  # received, but not decided: the app does not run
+            return _unlogged(failed)
+        if holds:
             return Admitted(token.sender, route.label)
         explanation = self.agent.explain(route.label).to_text()
         return Refusal(403, {"error": "guard false", "label": route.label,
@@ -159,7 +174,7 @@ class CausalMiddleware:
         return found
 
     def _refuse(self, reason: str, detail: str) -> Refusal:
-        self.agent.act(f"refused: {reason}")
+        self.agent.refused(reason)
         return Refusal(STATUS_OF_REASON.get(reason, 400),
                        {"error": f"token refused: {reason}" if reason != "request"
                         else "bad request", "reason": reason, "header": self.header,
@@ -178,20 +193,33 @@ class CausalMiddleware:
     async def _answer(self, refusal: Refusal, send: Send) -> None:
         payload = json.dumps(refusal.body).encode()
         headers = [(b"content-type", b"application/json"),
-                   (b"content-length", str(len(payload)).encode()),
+                   (b"content-length", str(len(payload)).encode()), *refusal.headers,
                    *self._reply_headers(refusal.caller, f"{refusal.reply_label} {refusal.status}")]
         await send({"type": "http.response.start", "status": refusal.status, "headers": headers})
         await send({"type": "http.response.body", "body": payload})
 
-    def _replying(self, send: Send, admitted: Admitted) -> Send:
-        """Wrap ``send`` so the response's start carries this agent's token to the caller."""
+    def _replying(self, send: Send, admitted: Admitted | None, started: list) -> Send:
+        """Wrap ``send`` so the response's start carries this agent's token to the caller
+        (if the request was admitted with one), and ``started`` says it went."""
         async def send_with_token(message: Message) -> None:
             if message["type"] == "http.response.start":
-                label = f"{admitted.reply_label} {message['status']}"
-                headers = [*message.get("headers", ()), *self._reply_headers(admitted.caller, label)]
-                message = {**message, "headers": headers}
+                started.append(True)
+                if admitted is not None:
+                    label = f"{admitted.reply_label} {message['status']}"
+                    headers = [*message.get("headers", ()),
+                               *self._reply_headers(admitted.caller, label)]
+                    message = {**message, "headers": headers}
             await send(message)
         return send_with_token
+
+
+def _unlogged(failed: LogFailed) -> Refusal:
+    """503: the service is sound but cannot record, so it takes no event (and no token goes
+    back: a send would be an event too); the caller may retry later."""
+    detail = (f"the service's log cannot take this request's events ({failed.why}): it was "
+              f"not carried out, and nothing more of it is recorded; try again later")
+    return Refusal(503, {"error": "log unwritable", "reason": failed.reason, "detail": detail},
+                   headers=((b"retry-after", b"1"),))
 
 
 DEFAULT_PORTS = {"http": 80, "https": 443}

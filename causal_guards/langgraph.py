@@ -9,7 +9,7 @@ happened to finish in.
 * **Nodes**: ``guards.node(lifeline, fn, to=..., reads=...)`` receives the tokens for
   ``lifeline``, at most MAX_TAKEN a run (the rest wait in the state for its next run,
   ``guards.until_taken`` routes it back for them; a refused token is recorded as
-  ``act("refused: ...")``), the state keys in
+  ``refused: <reason>``, counted as ``Agent.refused`` counts), the state keys in
   ``reads`` set by the first receive; at the end its update's guard variables are one act,
   and one token per lifeline in ``to`` goes out in it, labelled ``fn {the update's keys}``.
 * **Send fan-out**: one lifeline per task, ``worker_k`` of ``family("worker", n)``, which
@@ -44,7 +44,6 @@ from cpl.live import (Agent, LiveError, System, Token, TokenRefused, UndeclaredV
 
 CHANNEL = "cpl"
 MAX_TAKEN = 64  # entries a node run takes from state (bounds its work); more wait for its next run
-MAX_REASON = 240  # characters of a refusal's reason kept in its record
 MAX_MADE = 4096  # tokens sent and not yet received whose Token objects are kept
 
 
@@ -268,7 +267,7 @@ class GraphGuards:
         received as the Token it was made from: the same token, checked alike, without
         decoding it again (decoding is most of what a guarded step costs)."""
         if not isinstance(text, (str, bytes)):
-            agent.act(f"refused: malformed token: a {type(text).__name__}, not text")
+            agent.refused("malformed")  # counted, not an act each: a flood stays small
             return False
         with self._made_lock:
             token = self._made.pop(text, text)
@@ -276,7 +275,7 @@ class GraphGuards:
             agent.receive(token, **seen)
             return True
         except TokenRefused as refused:
-            agent.act(f"refused: {str(refused)[:MAX_REASON]}")
+            agent.refused(refused.reason)
             return False
 
     def _send(self, agent: Agent, targets: Iterable[str], consumed: dict, label: str) -> dict:

@@ -35,7 +35,8 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.utilities.func_metadata import func_metadata
 from mcp.types import CallToolResult, TextContent
 
-from cpl.live import Agent, LiveError, NotOwner, Token, TokenRefused, UndeclaredVariable
+from cpl.live import (Agent, LiveError, LogFailed, NotOwner, Token, TokenRefused,
+                      UndeclaredVariable)
 
 
 TOKEN_KEY = "causal-guards/token"
@@ -110,24 +111,37 @@ class CausalTools:
         try:
             token = self.agent.system.read(_token_text(carried))
             self.agent.receive(token, **{name: arguments[name] for name in call.assign})
+            holds = guard is None or self.agent.decide(guard)
         except TokenRefused as refusal:
             return self._refused(call.name, refusal.reason, str(refusal))
+        except LogFailed as failed:  # received, maybe, but not decided: the tool does not run
+            return _unlogged(call.name, failed)
         except LiveError as error:  # an argument's value that no trace can hold
             return self._refused(call.name, "value", f"an argument no trace can hold: {error}")
-        if guard is not None and not self.agent.decide(guard):
+        if not holds:
             explanation = self.agent.explain(guard).to_text().rstrip()
-            reply = self.agent.send(token.sender, f"{call.name} refused")
             text = (f"{call.name} refused: the guard {guard!r} of {self.agent.lifeline} is "
                     f"false\n{explanation}")
-            return _with_token(_error(text), reply)
-        value = await call.run(arguments)
+            return self._replied(_error(text), token.sender, f"{call.name} refused")
+        try:
+            value = await call.run(arguments)
+        except LogFailed as failed:  # the tool's own event found no room in the log
+            return _unlogged(call.name, failed)
         result = call.converted(value)
         if result is value:  # the tool's own CallToolResult, maybe shared: not ours to change
             result = result.model_copy()
-        return _with_token(result, self.agent.send(token.sender, f"{call.name} result"))
+        return self._replied(result, token.sender, f"{call.name} result")
+
+    def _replied(self, result: CallToolResult, caller: str, label: str) -> CallToolResult:
+        """``result`` with this agent's token to ``caller``; without one when the log cannot
+        take the send (no message is sent that no log holds)."""
+        try:
+            return _with_token(result, self.agent.send(caller, label))
+        except LogFailed:
+            return result
 
     def _refused(self, tool: str, why: str, detail: str) -> CallToolResult:
-        self.agent.act(f"refused: {why}")
+        self.agent.refused(why)
         return _error(f"{tool} refused: {detail}")
 
 
@@ -197,6 +211,13 @@ def _token_text(carried: Any) -> str:
         raise TokenRefused("malformed", f"the token under {TOKEN_KEY!r} in _meta is a "
                                         f"{type(carried).__name__}, not the token's text")
     return carried
+
+
+def _unlogged(tool: str, failed: LogFailed) -> CallToolResult:
+    """The server is sound but cannot record, so it takes no event: nothing is recorded."""
+    return _error(f"{tool} refused: the server's log cannot take this call's events "
+                  f"({failed.why}): it was not run, and nothing more of it is recorded; "
+                  f"try again later")
 
 
 def _error(text: str) -> CallToolResult:

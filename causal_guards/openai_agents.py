@@ -89,7 +89,7 @@ def receive_waiting(agent: Agent, context: object) -> list[str]:
             agent.receive(token)
         except TokenRefused as refused:
             refusals.append(refused.reason)
-            agent.act(f"refused: {refused.reason}")
+            agent.refused(refused.reason)  # counted, not an act each (Agent.refused)
     return refusals
 
 

@@ -40,6 +40,9 @@ JOIN_TIMEOUT = 300.0  # the same when lifelines are started by hand on other hos
 STOP_GRACE = 0.3  # seconds the lifelines have, after stop, for their last words
 
 MAX_CONTROL = 64 << 20  # bytes in one control frame; also the supervisor's ZMQ_MAXMSGSIZE
+SHIPPING = 64  # control frames queued at most each way between a lifeline and the
+# supervisor: a shipped log's lines past that wait for room (ZeroMQ's 1,000 let a stop
+# find 40,000 lines on the way, seconds of merging)
 LOG_BATCH = 1 << 20  # bytes of log lines a lifeline ships in one frame (one line may be more)
 _CLAIM = 200  # bytes of a lifeline's name in a routing id (which holds at most 255)
 _COUNT = 1 << 63  # counts and wave numbers are below this (msgpack's int64)
@@ -249,13 +252,14 @@ class Heard:
     message: object
 
 
-def heard(router, lifelines, signed: bool):
+def heard(router, lifelines, signed: bool, enough=None):
     """Every frame waiting on the supervisor's ROUTER now, each :class:`Heard` or
-    :class:`Refused`.  ``signed``: CURVE is on, and the key that signed a frame (the ZAP
-    ``User-Id``) names its sender; a routing id claiming another lifeline is an
-    ``impostor``.  Without keys the routing id is all there is."""
+    :class:`Refused`, or those until ``enough()`` (asked before each next frame is taken).
+    ``signed``: CURVE is on, and the key that signed a frame (the ZAP ``User-Id``) names
+    its sender; a routing id claiming another lifeline is an ``impostor``.  Without keys
+    the routing id is all there is."""
     claims = {_claim(name): name for name in lifelines}
-    while True:
+    while enough is None or not enough():
         try:
             parts = router.recv_multipart(zmq.NOBLOCK, copy=False)
         except zmq.Again:

@@ -5,7 +5,9 @@ second, whatever the load), so the supervisor merges the logs into the trace whi
 run goes (:mod:`cpl.trace.merge`, the logs read as they grow), in slices short enough
 that its control frames are heard meanwhile.  Four lifelines can log faster than one
 merging process on two cores, so while the merge stays behind for more than
-``MERGE_LAG`` the lifelines the launchers can pause (their own children) wait.
+``MERGE_LAG`` the lifelines the launchers can pause (their own children) wait, and
+so do those that ship their logs (Ray's actors): the supervisor takes no frame
+from them meanwhile, and their next shipment waits for room.
 """
 
 from __future__ import annotations
@@ -46,6 +48,13 @@ class Following:
         self.merged = now
         self.lagging = (self.lagging or now) if self.behind else None
         return self.hold(self.lagging is not None and now - self.lagging > MERGE_LAG)
+
+    def waiting(self, longest: float) -> bool:
+        """Whether the lifelines that ship their logs wait (the supervisor takes no frame:
+        their next shipment waits for room, as a paused local lifeline does): while held,
+        for ``longest`` seconds at most (a shipment that waits too long is dropped)."""
+        return self.held and self.lagging is not None and \
+            time.monotonic() - self.lagging < longest
 
     def merge_for(self, seconds: float) -> bool:
         """Merge what the logs hold for at most ``seconds``; whether it was all."""

@@ -44,8 +44,8 @@ from choreo.plan import prepare
 from choreo.status import RunFailure
 from .eventlog import EventLog, ShippedLog
 from .connection import Connection, KeyRing, authenticator, secure_client, secure_server
-from .control import (BEAT, FROM_SUPERVISOR, IDLE, SUPERVISOR_SILENCE, Beat, Hello, Probe,
-                      Start, State, Stop, decode, routing_id, send)
+from .control import (BEAT, FROM_SUPERVISOR, IDLE, SHIPPING, SUPERVISOR_SILENCE, Beat, Hello,
+                      Probe, Start, State, Stop, decode, routing_id, send)
 from .lineage import die_with_parent
 from .outgoing import LATE, Outgoing
 from .wire import MAX_FRAME, MAX_PARTS, FrameRejected, FrameTooLarge, Inbound, encode
@@ -109,6 +109,7 @@ class LifelineProcess:
             port = inbox.bind_to_random_port(f"tcp://{self.c.host}")
             control = socket(zmq.DEALER)
             control.linger = 2000  # a shipped log's last lines still leave after stop
+            control.sndhwm = SHIPPING  # a slow supervisor holds a shipper back, soon
             control.identity = routing_id(self.c.lifeline)
             secure_client(control, keys, keys.supervisor if keys else None)
             control.connect(self.c.supervisor)

@@ -34,8 +34,8 @@ _WAY = re.compile(r"^The actor (?:is dead|died) because (.+?)(?:\.(?:\s|$)|$)", 
 
 
 class CplLifeline:
-    """One lifeline in a Ray worker (``ray::CplLifeline`` in ``ps``): its key pair made
-    here, its loop in ``serve``."""
+    """One lifeline in a Ray worker (``ray::CplLifeline(NAME) run RUN`` in ``ps`` while it
+    serves): its key pair made here, its loop in ``serve``."""
 
     def __init__(self):
         self._public, self._secret = Keys.pair()
@@ -50,6 +50,7 @@ class CplLifeline:
         """The lifeline loop, with the secret key that never left this process."""
         from .lifeline import LifelineProcess
         c = Connection.from_json(connection, "the supervisor's connection")
+        _title(f"ray::CplLifeline({c.lifeline}) run {c.run}")
         if c.keys is not None:
             if c.keys.public != self._public:
                 raise ValueError(f"the connection of {c.lifeline} holds another public key")
@@ -174,6 +175,17 @@ class RayActors(Launcher):
         if self.actors:
             self.stop()
             self.actors.clear()
+
+
+def _title(title: str) -> None:
+    """Name the lifeline in ``ps`` for as long as it runs: Ray titles every actor's worker
+    after the method it runs (``ray::CplLifeline.serve``, the same for all), and puts its
+    own title back when ``serve`` returns.  Ray's own setter, the one it uses itself."""
+    try:
+        from ray._raylet import setproctitle  # private: kept in this one place
+        setproctitle(title)
+    except (ImportError, AttributeError):  # another Ray: its title stays
+        pass
 
 
 def _way(error) -> str:

@@ -45,14 +45,16 @@ from choreo.status import (DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT, UNR
                            deadlocked, run_meta, timed_out)
 from cpl.errors import TraceError
 from .connection import Connection, Keys, KeyRing, authenticator, secure_server
-from .control import (BEAT, MAX_CONTROL, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE, Beat, Hello,
-                      Log, Probe, Refused, Start, State, Stop, heard, send)
+from .control import (BEAT, MAX_CONTROL, SHIPPING, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE,
+                      Beat, Hello, Log, Probe, Refused, Start, State, Stop, heard, send)
 from .following import Following
 from .interrupts import Interrupts
 from .launchers import Launcher, LocalProcesses, Unlaunched
 from .parts import Claim, Parts, log_of
 from .results import LastValues
 from .verdicts import ProbeWaves, Verdict, died, not_joined, unlaunched, unresponsive
+
+HEAR_SLICE = 0.05  # seconds of control frames taken at once while the run goes
 
 
 class Supervisor:
@@ -133,6 +135,7 @@ class Supervisor:
                 control = context.socket(zmq.ROUTER)
                 control.linger = 0
                 control.maxmsgsize = MAX_CONTROL
+                control.rcvhwm = SHIPPING  # what a stop must still merge stays small
                 if self.secure:
                     self.keys = Keys.for_run(self.lifelines, {
                         name: key for launcher in self.launchers
@@ -219,8 +222,11 @@ class Supervisor:
         if woken is not None:
             poller.register(woken, zmq.POLLIN)
         while True:
-            if dict(poller.poll(0 if self.following.behind else 100)).get(control):
-                self._hear(control, self.endpoints)
+            if dict(poller.poll(0 if self.following.behind else 100)).get(control) and \
+                    not self.following.waiting(SUPERVISOR_SILENCE / 4):  # a shipment waits
+                until = time.monotonic() + HEAR_SLICE
+                self._hear(control, self.endpoints,
+                           lambda: self.interrupts.count or time.monotonic() > until)
             if self.interrupts.count:
                 self.interrupts.drain()
                 return self._meta(INTERRUPTED, INTERRUPTED)
@@ -283,16 +289,18 @@ class Supervisor:
                 break
             if control.poll(20):
                 shipped = self.shipped
-                self._hear(control, {})
+                self._hear(control, {}, hurry)
                 if self.shipped != shipped:
                     deadline = min(max(deadline, time.monotonic() + STOP_GRACE), limit)
             self.following.merge_for(0.02)
-        self._hear(control, {})  # what came with the last report
+        self._hear(control, {}, hurry)  # what came with the last report
 
-    def _hear(self, control, endpoints: dict) -> None:
+    def _hear(self, control, endpoints: dict, enough=None) -> None:
         """Take every control frame waiting now, each from the lifeline whose key signed it
-        (``control.heard``); count the refused ones."""
-        for said in heard(control, self.lifelines, signed=self.secure):
+        (``control.heard``); count the refused ones.  Until ``enough()``, if given: lifelines
+        that ship their logs (Ray's actors) keep this socket full as long as the run goes,
+        and a signal must still be seen (it was not, for 50 s)."""
+        for said in heard(control, self.lifelines, signed=self.secure, enough=enough):
             if isinstance(said, Refused):
                 self.refused[said.reason] += 1
                 continue

@@ -1,18 +1,19 @@
 """``cpl run --launcher ray`` on a real Ray (issue 18): every lifeline a Ray actor.
 
-Ray starts once per test session (the ``ray_cluster`` fixture; every Ray test is
-in this module, so the fixture is the module's, and the cluster goes when they
-are done instead of idling under the timing tests that follow): a head with the
-custom resource ``host-a`` and a second node with ``host-b``, both on 127.0.0.1,
+Ray starts once per test session (the ``ray_cluster`` fixture; every test on a
+shared cluster is in this module, so the fixture is the module's, and the cluster
+goes when they are done instead of idling under the timing tests that follow; the
+runs that start a Ray of their own are in test_runtime_ray_leftovers.py): a head
+with the custom resource ``host-a`` and a second node with ``host-b``, both on 127.0.0.1,
 token authentication off (``RAY_AUTH_MODE`` set, as every process of the module
 inherits), everything Ray writes in a temp folder of its own (``RAY_TMPDIR``: its
 ``ray_current_cluster`` too, which Ray would otherwise put in ``/tmp/ray`` — and fail
 where that folder does not exist), every process it starts tagged or holding a file
 in that folder, so that the fixture can tell none is left once it shut Ray down in
 ``finally``, whether the tests passed, failed or the cluster never came up.
-Each ``cpl run`` joins that cluster (``--ray-address``), but one that starts a
-Ray of its own.  After every run no actor of ours may be alive: Ray names none
-in the ``cpl`` namespace, and no ``ray::CplLifeline`` worker process remains.
+Each ``cpl run`` joins that cluster (``--ray-address``).  After every run no actor
+of ours may be alive: Ray names none in the ``cpl`` namespace, and no
+``ray::CplLifeline`` worker process remains.
 """
 
 from __future__ import annotations
@@ -27,12 +28,11 @@ import subprocess
 import sys
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
 from cpl.trace import load_trace
-from runtime.cli.cluster import RUN_FOLDER, session_folder, stay_on_loopback
+from runtime.cli.cluster import session_folder, stay_on_loopback
 from runtime_util import (CPL, EXAMPLES, TAG, Cpl, check_messages, check_semantics, holding,
                           tagged, tagged_env, wait_until)
 
@@ -84,7 +84,8 @@ class Ray:
 @pytest.fixture(scope="module")
 def ray_cluster():
     tag = f"ray-session-{uuid.uuid4().hex[:12]}"
-    folder = session_folder("cpl-rayt-")  # short: Ray adds up to 67 bytes to its socket paths
+    folder = session_folder("cpl-rayt-")  # short: Ray adds up to 67 bytes to its socket paths;
+    # 0700, Ray's own folders inside it (its temp_dir "r", RAY_TMPDIR's "ray") 0777
     os.mkdir(os.path.join(folder, "ray"))  # where Ray writes ray_current_cluster (RAY_TMPDIR/ray)
     settings = {TAG: tag, "RAY_AUTH_MODE": "disabled", "RAY_TMPDIR": folder,
                 "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}  # 127.0.0.1 stays 127.0.0.1
@@ -101,7 +102,7 @@ def ray_cluster():
         cluster = Cluster()  # no node yet: a head that fails half-started is still shut down
         try:
             cluster.add_node(num_cpus=1, resources={"host-a": 1}, node_ip_address="127.0.0.1",
-                             include_dashboard=False, temp_dir=folder)
+                             include_dashboard=False, temp_dir=os.path.join(folder, "r"))
             cluster.add_node(num_cpus=1, resources={"host-b": 1}, node_ip_address="127.0.0.1")
             ray.init(address=cluster.address, logging_level="ERROR", log_to_driver=False)
             yield Ray(cluster, tag)
@@ -124,6 +125,13 @@ def ray_cluster():
                 os.environ[name] = value
         assert left is True, (f"Ray processes left after the session, killed now"
                               f"{'' if still is True else f' (alive still: {still})'}: {left}")
+
+
+def title(pid: int) -> str:
+    """A process's title as ``ps`` shows it: its command line, NULs as spaces."""
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/cmdline", "rb") as handle:
+        return handle.read().rstrip(b"\0").replace(b"\0", b" ").decode(errors="replace")
+    return ""
 
 
 def on_ray(ray_cluster, *args: str) -> tuple[str, ...]:
@@ -242,6 +250,37 @@ def test_ctrl_c_interrupts_the_run_and_ends_every_actor(ray_cluster, tmp_path):
     ray_cluster.none_left()
 
 
+@pytest.mark.parametrize("number, streaming", [(signal.SIGINT, 5), (signal.SIGTERM, 1)],
+                         ids=["INT", "TERM"])
+def test_a_signal_to_cpl_run_alone_stops_a_streaming_run_at_once(ray_cluster, tmp_path, number,
+                                                                 streaming):
+    """SIGINT or SIGTERM to the ``cpl run`` process only (not its group), while its actors
+    ship log lines faster than it merges them: it used to take frames for as long as they
+    came (53 s after 15 s of streaming, more than 30 s after 5), and then merge what it had
+    taken; now it stops as Ctrl-C does, with every line it took in a whole trace.  Both
+    signals take one path (``runtime.interrupts``): the shorter stream of the second keeps
+    the test's time down."""
+    trace = tmp_path / "t.jsonl"
+    with Cpl(tmp_path, "run", str(EXAMPLES.parent / "bench" / "p4_stream.py"), "--arg",
+             "count=10000000", "--launcher", "ray", "--ray-address", ray_cluster.address,
+             "--trace", str(trace)) as run:
+        assert wait_until(lambda: run.logged() > 5000 or run.process.poll() is not None, 60)
+        time.sleep(streaming)  # streaming on: the supervisor's socket is never empty
+        assert run.process.poll() is None, run.err
+        run.process.send_signal(number)
+        signalled = time.monotonic()
+        assert run.wait(30) == 130, run.err
+        took = time.monotonic() - signalled
+    loaded = load_trace(trace)
+    assert loaded.meta["status"] == "interrupted" and not loaded.meta.get("unplaced")
+    assert not loaded.meta.get("unmerged") and not loaded.meta.get("unlogged")
+    check_messages(loaded)
+    # 2-4 s on the 2-core test machine, 6-7 s at a load of 11, most of it merging what was
+    # on the way; it was more than 30 s (the run's end not seen in this test's 30)
+    assert took < 15, took
+    ray_cluster.none_left()
+
+
 def test_a_timeout_ends_the_run_and_every_actor(ray_cluster, tmp_path):
     trace = tmp_path / "t.jsonl"
     with Cpl(tmp_path, *on_ray(ray_cluster, *LONG, "--timeout", "6", "--trace",
@@ -253,9 +292,16 @@ def test_a_timeout_ends_the_run_and_every_actor(ray_cluster, tmp_path):
 
 
 def test_a_killed_supervisor_leaves_no_actor(ray_cluster, tmp_path):
-    """kill -9 of ``cpl run``: Ray ends the actors its driver owned."""
+    """kill -9 of ``cpl run``: Ray ends the actors its driver owned.  Meanwhile each actor's
+    process title (``/proc/PID/cmdline``, what ``ps`` shows) names its lifeline and run."""
     with Cpl(tmp_path, *on_ray(ray_cluster, *LONG)) as run:
         assert wait_until(lambda: len(ray_cluster.workers()) == 4, 60), run.err
+        titles = wait_until(lambda: (lambda found: found if len(found) == 4 else [])(sorted(
+            t for t in map(title, ray_cluster.workers()) if t.startswith("ray::CplLifeline("))),
+            30)
+        names = ("Committer", "Orchestrator", "Security", "TestRunner")
+        assert [t.split(" ")[0] for t in titles] == [f"ray::CplLifeline({n})" for n in names]
+        assert len({t.split(" run ")[1] for t in titles}) == 1, titles  # one run, named
         run.process.kill()
         run.process.wait(10)
     ray_cluster.none_left()
@@ -338,21 +384,6 @@ def test_without_ray_installed_the_launcher_says_how_to_get_it(tmp_path):
     result = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True,
                             timeout=60)
     assert result.returncode == 2 and "pip install 'causal-guards[ray]'" in result.stderr
-
-
-def test_a_run_that_starts_its_own_ray_leaves_nothing_behind(ray_cluster, tmp_path):
-    """``--ray-address local``: a Ray of its own on 127.0.0.1, gone with the run."""
-    trace = tmp_path / "t.jsonl"
-    sessions = set(Path("/tmp").glob(f"{RUN_FOLDER}*"))
-    with Cpl(tmp_path, "run", CODE_REVIEW, "--launcher", "ray", "--ray-address", "local",
-             "--trace", str(trace)) as run:
-        assert run.wait(120) == 0, run.err
-        left = wait_until(lambda: not tagged(run.tag), 10) or tagged(run.tag)
-        assert left is True, f"processes left: {left}"
-    assert set(Path("/tmp").glob(f"{RUN_FOLDER}*")) <= sessions  # its Ray session went too
-    loaded = load_trace(trace)
-    assert loaded.meta["status"] == "ok" and set(loaded.meta["hosts"].values()) == {"127.0.0.1"}
-    check_semantics(loaded)
 
 
 def test_an_actor_makes_its_own_key_pair_and_only_the_public_key_leaves_it(ray_cluster):

@@ -5,7 +5,9 @@ is to a choreography's lifeline: it counts the events, feeds them to the
 lifeline's monitor and records them.  The application says when an event
 happens (``act``, ``send``, ``receive``, ``decide``); the agent checks
 everything first, so a misuse or a refused token leaves the monitor, the
-counters and the log as they were.  One lock per agent makes the calls safe
+counters and the log as they were; an event its log cannot take (``LogFailed``:
+a full disk, a file size limit) is refused the same way, its line written
+before anything of it is counted.  One lock per agent makes the calls safe
 from several threads and from asyncio tasks (no call blocks on anything but
 its own log write).
 """
@@ -17,9 +19,10 @@ import threading
 import attrs
 
 from ..monitor import Metadata, Monitor
-from .errors import LiveError, NotOwner, TokenRefused, UnknownLifeline
+from .errors import LiveError, LogFailed, NotOwner, TokenRefused, UnknownLifeline
 from .keys import PROOF_BYTES
 from .log import AgentLog
+from .refusals import Refusals, refusal_label
 from .token import MAX_TOKEN, Token, sign
 
 REPLAY_WINDOW = 4096  # messages per sender remembered above the highest contiguous one
@@ -50,15 +53,22 @@ class Agent:
                             f"KeyRing.load(folder, {lifeline!r})")
         self._log = AgentLog.open(log, system, lifeline, fsync, overwrite) \
             if log is not None else None
+        self._refusals = Refusals()
 
     # ------------------------------------------------------------------ events
 
     def act(self, label: str | None = None, /, **updates) -> str:
         """A local event setting ``updates``; its id."""
         self.system.check_updates(updates)
+        label = _label(label)
         with self._lock:
-            self.monitor.act(updates)
-            return self._took("act", updates=updates, label=_label(label))
+            written = self._write("act", updates=updates, label=label)
+            try:
+                self.monitor.act(updates)
+            except BaseException:  # a predicate that raised: the line goes too
+                self._unwrite(written)
+                raise
+            return self._took("act", label)
 
     def send(self, to: str, label: str | None = None, /) -> Token:
         """A send to ``to``: the token to pass on with the message."""
@@ -71,14 +81,20 @@ class Agent:
         with self._lock:
             if self._ships_values and self.monitor.varviews != self._sized:
                 self._check_size(to)
-            metadata = self.monitor.send()
+            written = self._write("send", to=to, msg=f"{self.lifeline}:{self.sent + 1}",
+                                  label=label or None)
+            try:
+                metadata = self.monitor.send()
+            except BaseException:
+                self._unwrite(written)
+                raise
             self.sent += 1
             token = Token(self.system.signature, self.lifeline, to, self.sent, label, metadata)
             if self.system.secret is not None:
                 token = attrs.evolve(token, signature=sign(token.fields(), self.system.secret))
             elif self.system.signing is not None:
                 token = self.system.signing.sign(token, self._proofs)
-            self._took("send", to=to, msg=token.msg, label=label or None)
+            self._took("send", label or None)
             return token
 
     def receive(self, token, /, **updates) -> str:
@@ -95,18 +111,30 @@ class Agent:
         with self._lock:
             self._check_clock(token)
             self._check_fresh(token)
-            self.monitor.receive(token.metadata, updates)
+            written = self._write("recv", updates=updates, msg=token.msg,
+                                  label=token.label or None)
+            try:
+                self.monitor.receive(token.metadata, updates)
+            except BaseException:
+                self._unwrite(written)
+                raise
             self._remember(token)
-            return self._took("recv", updates=updates, msg=token.msg, label=token.label or None)
+            return self._took("recv", token.label or None)
 
     def decide(self, label: str) -> bool:
         """A choice event deciding by the guard ``label`` (which this agent must own): its
         value, recorded with the guard."""
         guard = self._owned(label)
-        with self._lock:
+        with self._lock:  # the value is the monitor's after the step: so step, log, or undo
+            saved = None if self._log is None else self.monitor.saved()
             self.monitor.choice()
             value = self.monitor.value(guard.primitive)
-            self._took("choice", label=label, guard=guard.canonical, outcome=value)
+            try:
+                self._write("choice", label=label, guard=guard.canonical, outcome=value)
+            except LogFailed:
+                self.monitor.restore(saved)
+                raise
+            self._took("choice", label)
             return value
 
     def holds(self, label: str) -> bool:
@@ -123,14 +151,31 @@ class Agent:
         with self._lock:
             return explain_now(self, guard)
 
+    def refused(self, reason: str) -> None:
+        """Record that an input (a token, a request) was refused for ``reason``, without an
+        event per refusal: a reason's first in a second is the act ``refused: <reason>``,
+        the rest of that second one act ``refused: <reason> (<n> times)``, written at the
+        next refusal after it or at ``close`` (``cpl.live.refusals``).  A log that cannot
+        take it keeps the count for the next write; nothing is raised."""
+        self._record(self._refusals.note(reason))
+
+    def _record(self, counts) -> None:
+        for reason, count in counts:
+            try:
+                self.act(refusal_label(reason, count))
+            except LogFailed:
+                self._refusals.put_back(reason, count)
+
     # ------------------------------------------------------------------ the rest
 
     def close(self) -> None:
         """Finish the log (it says the agent closed it); the agent takes no more events."""
+        if self._log is not None:
+            self._record(self._refusals.pending())
         with self._lock:
-            if self._log is not None:
-                self._log.close(self.taken)
-                self._log = None
+            log, self._log = self._log, None
+            if log is not None:  # LogFailed if the end line finds no room: the log reads as cut
+                log.close(self.taken)
 
     def __enter__(self) -> "Agent":
         return self
@@ -147,21 +192,31 @@ class Agent:
             raise NotOwner(label, owner, self.lifeline)
         return guard
 
-    def _took(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
-              outcome=None) -> str:
+    def _write(self, kind: str, to=None, msg=None, updates=None, label=None, guard=None,
+               outcome=None) -> int:
+        """The next event's line, before anything of the event is taken: a log that cannot
+        take it raises ``LogFailed`` with the agent as it was.  The bytes written."""
+        if self._log is None:
+            return 0
+        data = {"id": f"{self.lifeline}.{self.taken + 1}", "lifeline": self.lifeline,
+                "kind": kind}  # a trace event's fields, in its order, absent ones left out
+        for name, value in (("to", to), ("msg", msg), ("set", updates or None),
+                            ("label", label), ("guard", guard), ("outcome", outcome)):
+            if value is not None:
+                data[name] = value
+        return self._log.write(data)
+
+    def _unwrite(self, written: int) -> None:
+        if written:
+            self._log.take_back(written)
+
+    def _took(self, kind: str, label) -> str:
+        """The event logged and stepped: now counted."""
         self.taken += 1
         self.last = (kind, label)
         if self.lifeline in self.seen:
             self.seen[self.lifeline] = self.taken
-        ident = f"{self.lifeline}.{self.taken}"
-        if self._log is not None:  # a trace event's fields, in its order, absent ones left out
-            data = {"id": ident, "lifeline": self.lifeline, "kind": kind}
-            for name, value in (("to", to), ("msg", msg), ("set", updates or None),
-                                ("label", label), ("guard", guard), ("outcome", outcome)):
-                if value is not None:
-                    data[name] = value
-            self._log.write(data)
-        return ident
+        return f"{self.lifeline}.{self.taken}"
 
     def _check_size(self, to: str) -> None:
         """A token carries the ``@B.x`` values this agent has seen: one too large for any

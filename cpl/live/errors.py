@@ -53,6 +53,22 @@ class LogExists(LiveError):
         self.path = path
 
 
+class LogFailed(LiveError):
+    """An event the agent's log could not take (a full disk, a file size limit, an I/O
+    error): the event is refused whole, so the agent's counters, monitor and log are as
+    they were, and the next event may succeed once the log has room again.  ``reason``
+    (``"log"``) is the short tag adapters answer with; ``path`` is the log."""
+
+    reason = "log"
+
+    def __init__(self, lifeline, path, why: str):
+        super().__init__(f"{lifeline}'s log {path} could not take the event ({why}): the "
+                         f"event is refused and nothing of it is counted; give the log room "
+                         f"(disk space, the file size limit) and the agent goes on")
+        self.path = path
+        self.why = why
+
+
 class TokenRefused(LiveError):
     """A token that must not reach the monitor: ``reason`` is a short tag for counting
     (``malformed``, ``oversized``, ``foreign``, ``misaddressed``, ``replayed``, ``forged``,

@@ -12,6 +12,7 @@ were cut off.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -22,7 +23,7 @@ import attrs
 
 from ..errors import TraceError
 from ..trace import LIVE_FORMAT, encode_json, lifelines_within_cap, read_log, unwritable
-from .errors import LiveError, LogExists
+from .errors import LiveError, LogExists, LogFailed
 
 FORMAT = LIVE_FORMAT  # the first line of every agent's log says it
 MAX_HEADER = 64 * 2**20  # bytes: lifelines, variables and starting values, never more
@@ -32,8 +33,9 @@ _SAFE_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,99}")
 class AgentLog:
     """Appends one agent's events to its ``.jsonl`` file."""
 
-    def __init__(self, path: str, descriptor: int, fsync: bool):
+    def __init__(self, path: str, descriptor: int, fsync: bool, lifeline: str = ""):
         self.path = path
+        self.lifeline = lifeline
         self._descriptor = descriptor
         self._fsync = fsync
         os.register_at_fork(after_in_child=self._forget)
@@ -63,7 +65,7 @@ class AgentLog:
         except ValueError:  # a NUL in the path
             raise LiveError(f"cannot write {lifeline}'s log at {where!r}: the path holds a "
                             f"NUL character") from None
-        log = cls(where, descriptor, fsync)
+        log = cls(where, descriptor, fsync, lifeline)
         header = {"format": FORMAT, "lifeline": lifeline, "system": system.fingerprint,
                   "lifelines": list(system.lifelines), "vars": sorted(system.variables),
                   "init": system.init}
@@ -72,23 +74,57 @@ class AgentLog:
         log._line(header)
         return log
 
-    def write(self, data: dict) -> None:
+    def write(self, data: dict) -> int:
         """One event, ``data`` its fields as a trace holds them (``Event.to_dict``'s form,
-        built directly by the agent: a fifth of a logged event's cost went to the Event)."""
+        built directly by the agent: a fifth of a logged event's cost went to the Event);
+        the bytes written."""
         data["time"] = round(time.time(), 6)
-        self._line(data)
+        return self._line(data)
+
+    def take_back(self, written: int) -> None:
+        """The last line written, taken back (the agent's step after it failed)."""
+        if self._descriptor >= 0:
+            os.ftruncate(self._descriptor, os.fstat(self._descriptor).st_size - written)
 
     def close(self, events: int) -> None:
+        """The end line, then the file closed (closed too when the end line finds no room:
+        ``LogFailed``, and the merge reads the log as cut)."""
         if self._descriptor >= 0:
-            self._line({"end": {"events": events}})
-            os.close(self._descriptor)
-            self._descriptor = -1
+            try:
+                self._line({"end": {"events": events}})
+            finally:
+                os.close(self._descriptor)
+                self._descriptor = -1
 
-    def _line(self, data: dict) -> None:
-        if self._descriptor >= 0:
-            os.write(self._descriptor, (encode_json(data) + "\n").encode("utf-8"))
+    def _line(self, data: dict) -> int:
+        """One whole line, or ``LogFailed`` and the file as it was: a write cut short by a
+        full disk or a file size limit is taken back, so no torn line is left for the
+        merge and the event it held is in neither the log nor the agent."""
+        if self._descriptor < 0:
+            return 0
+        line = (encode_json(data) + "\n").encode("utf-8")
+        written = 0
+        try:
+            written = os.write(self._descriptor, line)
+            while written < len(line):  # short: the rest raises if there is no room
+                more = os.write(self._descriptor, line[written:])
+                if not more:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                written += more
             if self._fsync:
                 os.fsync(self._descriptor)
+        except OSError as error:
+            self._take_back(written, error)
+        return written
+
+    def _take_back(self, written: int, error: OSError) -> None:
+        why = error.strerror or str(error)
+        if written:
+            try:
+                os.ftruncate(self._descriptor, os.fstat(self._descriptor).st_size - written)
+            except OSError as again:  # the torn line stays: the merge names it
+                why += f"; the part written could not be taken back ({again.strerror})"
+        raise LogFailed(self.lifeline, self.path, why) from None
 
     def _forget(self) -> None:
         """A forked copy of the agent's process does not write its log."""

@@ -46,7 +46,7 @@ class Monitor:
     """``act``, ``send``, ``receive``, ``choice`` are the four event kinds."""
 
     __slots__ = ("program", "lifeline", "index", "act", "send", "receive", "choice",
-                 "_values", "views", "varviews", "store", "_slot_of")
+                 "_values", "views", "varviews", "store", "_slot_of", "_state")
 
     def __init__(self, program: Program, lifeline: str, init: Mapping | None = None):
         local = program.local(lifeline)
@@ -56,6 +56,7 @@ class Monitor:
         self._slot_of = local.slot_of
         (self.act, self.send, self.receive, self.choice, self._values,
          self.views, self.varviews, self.store) = local.factory(init or {})
+        self._state = None  # the cells an event changes, found by the first saved()
 
     # Signatures of the generated steps, for the reader:
     #   act(updates: Mapping | None = None) -> None
@@ -78,10 +79,41 @@ class Monitor:
         dict (a driver reads one guard per decision)."""
         return slot_cell(self._values, slot)
 
+    def saved(self) -> tuple:
+        """Everything an event changes, copied: ``restore(saved)`` puts it back, so a caller
+        whose own part of an event fails after the monitor's step (an agent whose log
+        cannot take the event) leaves the monitor as it was before the event."""
+        if self._state is None:
+            self._state = _state_cells(self)
+        cells, lists = self._state
+        return [cell.cell_contents for cell in cells], [x[:] for x in lists], self.store.copy()
+
+    def restore(self, saved: tuple) -> None:
+        values, copies, store = saved
+        cells, lists = self._state
+        for cell, value in zip(cells, values):
+            cell.cell_contents = value
+        for kept, copy in zip(lists, copies):
+            kept[:] = copy
+        self.store.clear()
+        self.store.update(store)
+
     @property
     def values(self) -> dict[int, int]:
         """Slot → value at the latest event, for the slots that outlive an event."""
         return self._values()
+
+
+def _state_cells(monitor: Monitor) -> tuple[list, list]:
+    """The closure cells the generated steps rebind (the own clock entry, the slot values)
+    and the lists they change in place (clock, views, variable views)."""
+    cells = {}
+    for step in (monitor.act, monitor.send, monitor.receive, monitor.choice):
+        cells.update(zip(step.__code__.co_freevars, step.__closure__ or ()))
+    rebound = [cell for name, cell in cells.items()
+               if name == "own" or name[:1] == "v" and name[1:].isdigit()]
+    lists = [cells[name].cell_contents for name in ("vc", "views", "varviews") if name in cells]
+    return rebound, lists
 
 
 __all__ = ["Monitor", "Metadata"]

@@ -5,8 +5,10 @@ the one this machine's ``/tmp/ray/ray_current_cluster`` names if it still
 listens (a killed driver leaves that file behind), else starts one here;
 ``local`` always starts one here; ``ADDRESS`` (``HOST:PORT``) joins that
 cluster.  A Ray started here listens on 127.0.0.1 only, and ends with the run
-(``ray.shutdown`` on every path; Ray's processes die with their driver if it is
-killed).  A cluster joined is left running; only our actors end.
+(``ray.shutdown`` on every path; if ``cpl run`` is killed, Ray's processes do not
+die with it, and a watcher started first, :mod:`runtime.ray_reaper`, ends them
+and removes their session folder).  It needs nothing of HOME (``own_token``).
+A cluster joined is left running; only our actors end.
 
 ``--place FILE`` is JSON, one entry per lifeline placed: ``{"Lifeline":
 {"resources": ["host-b"]}}`` (a node with that custom resource; a map
@@ -19,15 +21,21 @@ cluster, and a wrong one is a usage error naming the file and the entry.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import ipaddress
 import logging
 import math
 import os
+import secrets
 import shutil
+import signal
 import socket
+import sys
 import tempfile
+import threading
 
 from ..ray_launcher import TOKEN, Place, node_of
+from ..ray_reaper import Reaper
 from .usage import UsageError, option_json
 
 MISSING = "--launcher ray needs Ray: pip install 'causal-guards[ray]'"
@@ -36,11 +44,12 @@ _CURRENT = "/tmp/ray/ray_current_cluster"  # where a Ray started on this machine
 
 
 def ray_installed() -> bool:
+    """Found, not imported: what Ray reads of the environment once, at its import, is set
+    first (``own_token``)."""
     try:
-        import ray  # noqa: F401 - the run needs it next anyway
-    except ImportError:
+        return importlib.util.find_spec("ray") is not None
+    except (ImportError, ValueError):
         return False
-    return True
 
 
 @contextlib.contextmanager
@@ -49,18 +58,25 @@ def ray_session(address: str):
     address the supervisor listens on: the driver's node address (127.0.0.1 for a Ray
     started here)."""
     target = _target(address)
+    if target is None:
+        own_token()
     import ray
     if target is None or _loopback(target.rsplit(":", 1)[0]):
         stay_on_loopback()
     quiet = {"logging_level": logging.ERROR, "log_to_driver": True}
     folder = session_folder() if target is None else None  # its session: logs, sockets;
-    try:  # gone with the run, and no /tmp/ray/ray_current_cluster left behind
+    reaper = None  # gone with the run, and no /tmp/ray/ray_current_cluster left behind
+    try:
         try:
             if target is None:
-                ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False,
-                         _temp_dir=folder, **quiet)
-            else:
-                ray.init(address=target, **quiet)
+                reaper = Reaper(folder)  # first: a kill -9 from now on leaves no Ray behind
+            with sigterm_as_ctrl_c():
+                if target is None:
+                    ray.init(address="local", _node_ip_address="127.0.0.1",
+                             include_dashboard=False, _temp_dir=os.path.join(folder, "r"),
+                             **quiet)
+                else:
+                    ray.init(address=target, **quiet)
         except Exception as error:  # noqa: BLE001 - Ray raises many kinds for one cause
             with contextlib.suppress(Exception):
                 ray.shutdown()
@@ -72,8 +88,46 @@ def ray_session(address: str):
         finally:
             ray.shutdown()
     finally:
+        if reaper is not None:
+            reaper.close()  # it kills what Ray left (nothing, mostly) and removes the folder
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def sigterm_as_ctrl_c():
+    """While Ray starts, SIGTERM is a Ctrl-C (``KeyboardInterrupt``: ``cpl run`` ends, 130,
+    and Ray with it).  ``ray.init`` sets a SIGTERM handler of its own that raises
+    ``SystemExit`` wherever the main thread is, and one raised in a finaliser is lost:
+    the run went on, a SIGTERM sent at its start unheeded.  Ray is kept from setting it
+    (its setter, private, is looked up at each call: replaced for the block)."""
+    import ray._private.utils as utils  # private, and so kept in this one place
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    setter = utils.set_sigterm_handler
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    utils.set_sigterm_handler = lambda handler: None
+    try:
+        yield
+    finally:
+        utils.set_sigterm_handler = setter
+        signal.signal(signal.SIGTERM, previous)
+
+
+def own_token() -> None:
+    """A Ray started here asks for token authentication by default and writes its token to
+    ``~/.ray/auth_token``, failing where HOME is read-only: its token is made here instead,
+    for this run alone, and handed to Ray's processes in their environment.  An explicit
+    ``RAY_AUTH_MODE``, ``RAY_AUTH_TOKEN`` or ``RAY_AUTH_TOKEN_PATH`` is the user's choice:
+    kept."""
+    if not any(os.environ.get(name) for name in
+               ("RAY_AUTH_MODE", "RAY_AUTH_TOKEN", "RAY_AUTH_TOKEN_PATH")):
+        os.environ["RAY_AUTH_MODE"] = "token"
+        os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(32)
+        if "ray._raylet" in sys.modules:  # read already (by a caller of ours): read again,
+            from ray._raylet import Config  # as Ray does when it turns the mode on itself
+            Config.initialize("")
 
 
 def stay_on_loopback() -> None:
@@ -85,10 +139,11 @@ def stay_on_loopback() -> None:
 
 
 def session_folder(prefix: str = RUN_FOLDER) -> str:
-    """A new folder for a Ray started here: in the temp folder if its path is short enough
-    for Ray's sockets (AF_UNIX paths hold 107 bytes; Ray adds some 70), else in /tmp."""
+    """A new folder for a Ray started here (0700: Ray makes its own session folder, ``r``
+    inside, open to all, 0777): in the temp folder if its path is short enough for Ray's
+    sockets (AF_UNIX paths hold 107 bytes; we add 22, Ray up to 64), else in /tmp."""
     base = tempfile.gettempdir()
-    return tempfile.mkdtemp(prefix=prefix, dir=base if len(base) <= 20 else "/tmp")
+    return tempfile.mkdtemp(prefix=prefix, dir=base if len(base) <= 18 else "/tmp")
 
 
 def _target(address: str) -> str | None:

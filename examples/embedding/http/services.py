@@ -23,15 +23,20 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from causal_guards.http import CausalMiddleware, GuardedRoute
-from cpl.live import Agent, LogExists
+from cpl.live import Agent, LogExists, LogFailed
 from release import release_system
 
 
 def reviewer_app(agent: Agent) -> Starlette:
-    """``POST /review?version=V`` approves V: the approval is an act on the Reviewer."""
+    """``POST /review?version=V`` approves V: an act on the Reviewer that adds V to the
+    versions it approved (a new list each time: a value once recorded never changes)."""
+    approved: list[str] = []
+
     async def review(request: Request) -> JSONResponse:
         version = request.query_params.get("version", "")
-        agent.act("approve", approved=True, version=version)
+        if version not in approved:
+            approved.append(version)
+        agent.act("approve", approved=list(approved))
         return JSONResponse({"approved": version})
 
     return Starlette(routes=[Route("/review", review, methods=["POST"])],
@@ -111,5 +116,9 @@ if __name__ == "__main__":
     except LogExists as error:  # said on the line the parent reads for the port
         print(f"{parser.prog}: {error.path} exists already: give --overwrite to replace it")
         sys.exit(2)
-    with agent:
-        serve_until_input_closes(make_app(agent))
+    try:
+        with agent:
+            serve_until_input_closes(make_app(agent))
+    except LogFailed as error:  # no room for the end line: cpl merge reads the log as cut
+        print(f"{parser.prog}: {error}", file=sys.stderr)
+        sys.exit(1)

@@ -12,7 +12,7 @@ from mcp.server.mcpserver import MCPServer
 
 from causal_guards.mcp import CausalTools
 from causal_guards.mcp_stdio import run_stdio
-from cpl.live import LogExists
+from cpl.live import LogExists, LogFailed
 from mail_system import SECRET_VARIABLE, SEND, mail_system
 
 
@@ -46,8 +46,12 @@ def main() -> int:
         print(f"server.py: {error.path} exists already: give --overwrite to replace it",
               file=sys.stderr)
         return 2
-    with mailer:
-        run_stdio(mail_server(mailer))  # server.run("stdio"), but no request goes unanswered
+    try:
+        with mailer:
+            run_stdio(mail_server(mailer))  # server.run("stdio"), but no request goes unanswered
+    except LogFailed as error:  # no room for the end line: cpl merge reads the log as cut
+        print(f"server.py: {error}", file=sys.stderr)
+        return 1
     return 0
 
 
