@@ -111,3 +111,8 @@ def guard_detail(error: GuardError) -> str:
     detail under a choreography problem that points at the guard's statement."""
     lines = error.render("guard").splitlines()[1:]
     return indent("\n".join(line[2:] if line.startswith("  ") else line for line in lines))
+
+
+class DetectorFailed(RuntimeError):
+    """A user detector raised, returned what is not events, ran out of time, ended its
+    process or left one running (``choreo.user_detectors``): the message names it."""

@@ -13,7 +13,10 @@ directory.  A :class:`UserDetector` holds the spec text, not the function, so
 a spawned worker of ``cpl explore`` imports it again; each process imports a
 spec once.  A spec that does not load is a :class:`DetectorError` (a usage
 error); a detector that raises or returns something else is a ``DetectorFailed``
-naming it, which ``cpl explore`` counts as that run's error.
+naming it, which ``cpl explore`` counts as that run's error.  The commands run
+them as :class:`UserDetectors`: in a child process per trace, under a deadline
+(``choreo.detector_process``), so that a detector that hangs, forks or ends its
+process is a ``DetectorFailed`` too.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ import contextlib
 import importlib
 import os
 import sys
+from collections.abc import Mapping
 from typing import Iterable
 
 import attrs
 
-from .errors import ChoreographyError
+from .detector_process import DEFAULT_TIMEOUT, Failure, run
+from .errors import ChoreographyError, DetectorFailed
 
 MAX_SPEC = 1000  # characters of a spec: a path and a name
 _LOADED: dict[tuple[str, str], object] = {}  # (cwd, spec) -> function, once per process
@@ -123,10 +128,6 @@ class UserDetector:
                                f"{type(error).__name__}: {error}"[:500]) from None
 
 
-class DetectorFailed(RuntimeError):
-    """A user detector raised, or returned what is not events: the message names it."""
-
-
 class _Returned(Exception):
     """What a detector returned is not events (its message says what it was)."""
 
@@ -163,10 +164,39 @@ def _short(value) -> str:
     return text if len(text) <= 60 else text[:60] + "..."
 
 
-def user_detectors(specs: Iterable[str], taken: Iterable[str] = ()) -> dict[str, UserDetector]:
-    """{name: detector} for the specs, each loaded now (``DetectorError`` for the first that
-    does not): named by its function, or by its whole spec where that name is ``taken``
-    (a catalog detector's) or used twice."""
+@attrs.frozen
+class UserDetectors(Mapping):
+    """The ``--detect`` detectors of one command by name, run together on each trace in a
+    child process under ``timeout`` seconds each (``choreo.detector_process``)."""
+
+    detectors: tuple[UserDetector, ...]
+    timeout: float = DEFAULT_TIMEOUT
+
+    def __getitem__(self, name: str) -> UserDetector:
+        for detector in self.detectors:
+            if detector.name == name:
+                return detector
+        raise KeyError(name)
+
+    def __iter__(self):
+        return (detector.name for detector in self.detectors)
+
+    def __len__(self) -> int:
+        return len(self.detectors)
+
+    def run(self, trace, where: str) -> tuple[dict, float]:
+        """``({name: [events] or DetectorFailed}, the CPU seconds they took)`` on ``trace``
+        (``where`` names it in a failure)."""
+        found, cpu = run(self.detectors, trace, where, self.timeout)
+        return {name: DetectorFailed(result) if isinstance(result, Failure) else result
+                for name, result in found.items()}, cpu
+
+
+def user_detectors(specs: Iterable[str], taken: Iterable[str] = (),
+                   timeout: float = DEFAULT_TIMEOUT) -> UserDetectors:
+    """The detectors of the specs by name, each loaded now (``DetectorError`` for the first
+    that does not): named by its function, or by its whole spec where that name is
+    ``taken`` (a catalog detector's) or used twice; each gets ``timeout`` s a trace."""
     specs = list(dict.fromkeys(specs))
     for spec in specs:
         load_detector(spec)
@@ -177,4 +207,4 @@ def user_detectors(specs: Iterable[str], taken: Iterable[str] = ()) -> dict[str,
         if name in taken or names.count(name) > 1:
             name = spec
         found[name] = UserDetector(spec, name)
-    return found
+    return UserDetectors(tuple(found.values()), timeout)

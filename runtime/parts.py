@@ -20,13 +20,13 @@ import time
 
 import attrs
 
-from cpl.trace import LOCK, RUN_IDENTITY, Holder, encode_json, hold, holder
+from cpl.trace import (LOCK, RUN_IDENTITY, Holder, TooManyLifelines, encode_json, hold, holder,
+                       lifelines_within_cap)
 
 IDENTITY = RUN_IDENTITY
 END = "end.json"  # the run's meta, when its trace could not be written
 PARTS_FORMAT = "cpl-parts/1"
 MAX_IDENTITY = 64 * 2**20  # bytes: the header's init holds the inputs, never more
-MOST_LIFELINES = 1_000_000
 _HEADER_KEYS = frozenset(("lifelines", "init", "vars", "symbols", "predicates"))
 
 
@@ -234,7 +234,11 @@ def _checked(data, path: str) -> tuple[dict, dict]:
     if unknown:
         raise PartsError(f"{path}: the header has {unknown[0]!r}, which no trace header has")
     names = header.get("lifelines")
-    if not (isinstance(names, list) and 0 < len(names) <= MOST_LIFELINES
+    try:
+        lifelines_within_cap(names)
+    except TooManyLifelines as error:
+        raise PartsError(f"{path}: {error}") from None
+    if not (isinstance(names, list) and 0 < len(names)
             and all(isinstance(name, str) and name for name in names)
             and len(set(names)) == len(names)):
         raise PartsError(f'{path}: "lifelines" must list distinct names')

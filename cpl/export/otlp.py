@@ -91,10 +91,22 @@ def outcome_word(outcome) -> str:
 
 
 def trace_id(trace) -> int:
-    """128 bits of SHA-256 over the trace's document (header, events, meta): the same
-    trace, in whichever form, gives the same id."""
-    document = json.dumps(trace.to_dict(), sort_keys=True, ensure_ascii=True, default=str)
-    return int.from_bytes(hashlib.sha256(document.encode("ascii")).digest()[:16], "big") or 1
+    """128 bits of SHA-256 over the trace's document (header, events, meta) as sorted ASCII
+    JSON: the same trace, in whichever form, gives the same id.  Hashed an event at a time
+    (``events`` sorts first), so the whole document's text is never in memory at once."""
+    import attrs
+
+    def text(value) -> bytes:
+        return json.dumps(value, sort_keys=True, ensure_ascii=True, default=str).encode("ascii")
+
+    empty = text(attrs.evolve(trace, events=()).to_dict())
+    start = b'{"events": ['
+    assert empty.startswith(start + b"]")
+    digest = hashlib.sha256(start)
+    for index, event in enumerate(trace.events):
+        digest.update(b", " + text(event.to_dict()) if index else text(event.to_dict()))
+    digest.update(empty[len(start):])
+    return int.from_bytes(digest.digest()[:16], "big") or 1
 
 
 def span_id(trace: int, what: str, name: str) -> int:
@@ -143,7 +155,8 @@ def _run_attributes(trace) -> dict:
     status, error = run_status(trace)
     found = {"cpl.run.status": status, "cpl.trace.format": "cpl-msc/1",
              "cpl.trace.events": len(trace.events),
-             "cpl.trace.lifelines": [text(name, MAX_NAME) for name in trace.lifelines]}
+             "cpl.trace.lifelines": [text(name, MAX_NAME) for name in trace.lifelines[:MAX_LIST]],
+             "cpl.trace.lifelines.count": len(trace.lifelines)}
     if error is not None:
         found["cpl.run.error"] = text(error)
     for key in ("choreography", "seed", "steps"):
@@ -213,17 +226,17 @@ def event_attributes(trace, index: int, vc, received: bool) -> dict:
     return found
 
 
-def clocks(trace) -> list:
-    """Each event's vector clock: the recorded one, else computed from the MSC's edges."""
+def clocks(trace) -> Iterator:
+    """Each event's vector clock, in trace order: the recorded one, else computed from the
+    MSC's edges.  One at a time: all of them at once would be events × lifelines."""
     if all(event.vc is not None for event in trace.events):
-        return [event.vc for event in trace.events]
+        yield from (event.vc for event in trace.events)
+        return
     from ..trace import Clocks
     stamper = Clocks(trace.lifelines)
-    found = []
     for event in trace.events:  # every event stamped, so that the clocks stay in step
         stamped = stamper.stamp(event.lifeline, event.kind, event.msg)
-        found.append(stamped if event.vc is None else event.vc)
-    return found
+        yield stamped if event.vc is None else event.vc
 
 
 # ------------------------------------------------------------------- spans
@@ -302,10 +315,10 @@ def otlp_batches(trace, parent: str = "link", anchor: int = 0, size: int = BATCH
         if name == died:
             span.set_status(api.Status(api.StatusCode.ERROR, text(error or "died")))
         lifelines[name] = (span, max((e for _, e in local), default=first))
-    made = {}  # event id -> its span's context, for the receives that link to it
+    made = {}  # a send's id -> its span's context, until its receive links to it
     vcs = clocks(trace)
     received = {event.msg for event in trace.events if event.kind == "recv"}
-    for index, event in enumerate(trace.events):
+    for index, (event, vc) in enumerate(zip(trace.events, vcs)):
         links, above = (), lifelines[event.lifeline][0]
         kind = api.SpanKind.INTERNAL
         sender = None
@@ -315,16 +328,16 @@ def otlp_batches(trace, parent: str = "link", anchor: int = 0, size: int = BATCH
             kind = api.SpanKind.CONSUMER
             send = trace.send_of(event.msg)
             sender = send.lifeline
-            sent = made[send.id]
+            sent = made.pop(send.id)
             links = [api.Link(sent, _message(event, "send", event.lifeline))]
             if parent == "message":
                 above = api.NonRecordingSpan(sent)
         span = start("event", event.id, _name(event, sender), above, spans[index][0],
                      kind=kind, links=links,
-                     attributes=event_attributes(trace, index, vcs[index],
-                                                 event.msg in received))
+                     attributes=event_attributes(trace, index, vc, event.msg in received))
         span.end(end_time=spans[index][1])
-        made[event.id] = span.get_span_context()
+        if event.kind == "send" and event.msg in received:
+            made[event.id] = span.get_span_context()
         if (index + 1) % size == 0:
             yield encode_spans(kept.get_finished_spans())
             kept.clear()

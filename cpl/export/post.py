@@ -4,7 +4,9 @@ A plain HTTP POST of the encoder's bytes: every way it can fail (no such host,
 refused, too slow, an HTTP error, a partial success) becomes one ``ExportError``
 that says what the collector answered.  ``--endpoint`` follows the OTLP exporters'
 convention: a bare base URL (no path) gets ``/v1/traces``, a URL with a path is used
-as given.
+as given.  The timeout bounds the request as a whole (``Deadline``): a socket
+timeout alone bounds each read, and a collector that trickles a byte now and then
+would hold the export forever.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ import socket
 import urllib.error
 import urllib.parse
 import urllib.request
+
+from .deadline import Deadline, bounded_opener
 
 TRACES_PATH = "/v1/traces"
 REPLY = 1 << 20  # bytes of a collector's answer read
@@ -46,7 +50,8 @@ def _quoted(body: bytes) -> str:
 
 def post(request, url: str, headers: dict | None = None, timeout: float = 10.0) -> int:
     """POST ``request`` (an ``ExportTraceServiceRequest``) to ``url`` as given; the number
-    of spans the collector accepted.  Each connect and read waits at most ``timeout`` s."""
+    of spans the collector accepted.  The whole request, from connecting to the last byte
+    of the answer, takes at most ``timeout`` s."""
     from google.protobuf.message import DecodeError
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
         ExportTraceServiceResponse)
@@ -55,24 +60,32 @@ def post(request, url: str, headers: dict | None = None, timeout: float = 10.0) 
     call = urllib.request.Request(url, data=request.SerializeToString(), method="POST",
                                   headers={"Content-Type": "application/x-protobuf",
                                            **(headers or {})})
-    try:
-        with urllib.request.urlopen(call, timeout=timeout) as response:
-            reply = response.read(REPLY)
-    except urllib.error.HTTPError as error:
-        with error:
-            body = error.read(REPLY) if error.fp is not None else b""
-        raise ExportError(f"{url} answered HTTP {error.code} {error.reason}{_quoted(body)}") \
-            from None
-    except urllib.error.URLError as error:
-        reason = error.reason
-        if isinstance(reason, (TimeoutError, socket.timeout)):
-            raise ExportError(f"{url} did not answer within {timeout:g} s") from None
-        why = getattr(reason, "strerror", None) or str(reason)
-        raise ExportError(f"cannot reach {url}: {why}") from None
-    except (TimeoutError, socket.timeout):
-        raise ExportError(f"{url} did not answer within {timeout:g} s") from None
-    except (OSError, http.client.HTTPException) as error:
-        raise ExportError(f"cannot post to {url}: {error}") from None
+    late = ExportError(f"{url} did not answer within {timeout:g} s")
+    with Deadline(timeout) as deadline:
+        try:
+            with bounded_opener(deadline).open(call, timeout=timeout) as response:
+                reply = response.read(REPLY)
+        except urllib.error.HTTPError as error:
+            try:
+                with error:
+                    body = error.read(REPLY) if error.fp is not None else b""
+            except (OSError, http.client.HTTPException, ValueError):
+                if deadline.passed:
+                    raise late from None
+                body = b""
+            raise ExportError(f"{url} answered HTTP {error.code} {error.reason}"
+                              f"{_quoted(body)}") from None
+        except (OSError, http.client.HTTPException, ValueError) as error:
+            reason = getattr(error, "reason", error) if isinstance(error, urllib.error.URLError) \
+                else error
+            if deadline.passed or isinstance(reason, (TimeoutError, socket.timeout)):
+                raise late from None
+            if isinstance(error, urllib.error.URLError):
+                why = getattr(reason, "strerror", None) or str(reason)
+                raise ExportError(f"cannot reach {url}: {why}") from None
+            raise ExportError(f"cannot post to {url}: {error}") from None
+        if deadline.passed:  # the answer came whole, cut by the deadline
+            raise late
     answer = ExportTraceServiceResponse()
     try:
         answer.ParseFromString(reply)

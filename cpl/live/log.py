@@ -22,7 +22,7 @@ import time
 import attrs
 
 from ..errors import TraceError
-from ..trace import LIVE_FORMAT, LogTail, encode_json, unwritable
+from ..trace import LIVE_FORMAT, LogTail, encode_json, lifelines_within_cap, unwritable
 from .errors import LiveError, LogExists, LogFailed
 
 FORMAT = LIVE_FORMAT  # the first line of every agent's log says it
@@ -163,7 +163,7 @@ def read_header(path: str) -> LogHeader:
     if not (isinstance(data, dict) and data.get("format") == FORMAT):
         raise TraceError(f"not an agent's log: its first line is not a {FORMAT} header "
                          f"(agents write one when cpl.live opens their log)", path)
-    lifelines, names = data.get("lifelines"), data.get("vars")
+    lifelines, names = lifelines_within_cap(data.get("lifelines"), path), data.get("vars")
     if not (isinstance(lifelines, list) and lifelines and all(isinstance(n, str) for n in lifelines)
             and len(set(lifelines)) == len(lifelines) and data.get("lifeline") in lifelines
             and isinstance(data.get("system"), str) and isinstance(names, list)

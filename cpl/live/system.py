@@ -18,7 +18,7 @@ from typing import Iterable, Mapping
 from ..errors import GuardError
 from ..lang import DEFAULT, Registry, Schema, ast, check
 from ..monitor import OwnedFormula, compile_guards
-from ..trace import value_problem
+from ..trace import MOST_LIFELINES, value_problem
 from .errors import LiveError, UndeclaredVariable, UnknownLabel, UnknownLifeline
 from .keys import Signing
 
@@ -42,6 +42,9 @@ class System:
                  secret: bytes | None = None, keys=None, symbols: Iterable[str] | None = None,
                  predicates: Registry = DEFAULT):
         self.lifelines = _names(lifelines, "lifeline")
+        if len(self.lifelines) > MOST_LIFELINES:  # its agents' logs would merge to no trace
+            raise LiveError(f"a system has at most {MOST_LIFELINES:,} lifelines, as a trace "
+                            f"does; {len(self.lifelines):,} given")
         self._members = frozenset(self.lifelines)
         self.variables = frozenset(_names(variables, "variable", empty=True))
         self.init = _init(init, self.lifelines, self.variables)

@@ -2,11 +2,13 @@
 
 :class:`Trace` and :class:`Event` are the model; :func:`load_trace` and
 :func:`open_trace` read any form (JSON, msgpack, ``.jsonl`` streamed) and
-check it; :class:`TraceWriter` is the only writer; :class:`Clocks` stamps
-vector clocks on recorded events; :func:`unwritable` says why a file could
-not be created; :func:`unfinished` words a trace whose run never ended while
-its lifelines' logs (:func:`parts_of`, :func:`left_in`) are still there,
-:func:`holder` names the live run whose parts they are (:func:`hold` takes that lock), and
+check it, and refuse more than ``MOST_LIFELINES`` lifelines
+(:func:`lifelines_within_cap`); :class:`TraceWriter` is the only writer;
+:class:`Clocks` stamps vector clocks on recorded events; :func:`unwritable`
+says why a file could not be created; :func:`unfinished` words a trace whose
+run never ended while its lifelines' logs (:func:`parts_of`, :func:`left_in`)
+are still there, :func:`holder` names the live run whose parts they are
+(:func:`hold` takes that lock), and
 :func:`stream_end` reads a stream's end line alone; :func:`merge_logs` merges
 per-lifeline logs (:func:`read_log`) into one trace, clocks computed on the way, and
 :class:`Merging` does it as the logs grow (:class:`LogTail`); a merge that could
@@ -18,13 +20,14 @@ reads a stream line by line.
 from ..lazy import face
 
 __all__ = ["Clocks", "Event", "Holder", "INCOMPLETE", "JsonLines", "KINDS", "LIVE_FORMAT", "LOCK",
-           "LogTail", "Merging", "SUFFIXES", "Trace", "UNPLACED_FORMAT", "as_ended", "hold",
-           "holder", "incomplete", "line_of", "unplaced_of",
+           "LogTail", "Merging", "MOST_LIFELINES", "SUFFIXES", "TooManyLifelines", "Trace",
+           "UNPLACED_FORMAT", "as_ended", "hold", "holder", "incomplete", "line_of", "unplaced_of",
            "TraceWriter", "dump_trace", "encode_json", "left_in", "load_trace", "merge_logs",
            "open_trace", "read_log", "parts_of", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
-           "value_problem"]
+           "lifelines_within_cap", "value_problem"]
 
 face(__name__, {
+    ".caps": "MOST_LIFELINES TooManyLifelines lifelines_within_cap",
     ".clocks": "Clocks",
     ".codec": "LARGEST_INT SMALLEST_INT encode_json value_problem",
     ".files": "dump_trace load_trace open_trace",

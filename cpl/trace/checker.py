@@ -23,6 +23,7 @@ from types import MappingProxyType
 
 from ..errors import TraceError
 from ..lang import did_you_mean, KEYWORDS
+from .caps import lifelines_within_cap
 from .issued import Issued
 from .msc import KINDS, Event, Trace
 from .codec import FORMAT, value_problem
@@ -121,7 +122,8 @@ class Checker:
                             f"'{FORMAT}'")
         if "lifelines" not in data:
             raise self.fail('missing "lifelines": list the lifeline names')
-        self.lifelines = self.names(data["lifelines"], "lifelines")
+        self.lifelines = self.names(lifelines_within_cap(data["lifelines"], self.origin),
+                                    "lifelines")
         self.known = frozenset(self.lifelines)
         self.ids, self.messages = Issued(self.lifelines, "."), Issued(self.lifelines, ":")
         variables = self.names(data.get("vars"), "vars", optional=True)

@@ -30,6 +30,7 @@ import msgspec
 
 from ..collector import collector_paused
 from ..errors import TraceError
+from .caps import TooManyLifelines
 from .checker import Checker, _LONGEST_TIME
 from .codec import value_problem
 from .msc import Event, Trace
@@ -106,6 +107,8 @@ def fast_document(raw: bytes, origin: str) -> Pending | None:
         checker.header({name: value for name in _HEADER
                         if (value := getattr(document, name)) is not None})
         meta = checker.meta(document.meta)
+    except TooManyLifelines:
+        raise  # the exact checker would say the same, after reading it all again
     except TraceError:
         return None
     return Pending(checker, meta, document.events)

@@ -24,6 +24,7 @@ from pathlib import Path
 import msgpack
 
 from ..errors import TraceError
+from .caps import lifelines_within_cap
 from .msc import Event
 from .codec import FORMAT, encode_json, value_problem
 from .paths import unwritable
@@ -232,7 +233,7 @@ class TraceWriter:
 
 def _header(lifelines, init, vars, symbols, predicates=None, parts=None) -> dict:
     """The document without events, keys in the order ``Trace.to_dict`` writes them."""
-    header: dict = {"format": FORMAT, "lifelines": list(lifelines)}
+    header: dict = {"format": FORMAT, "lifelines": lifelines_within_cap(list(lifelines))}
     for key, names in (("vars", vars), ("symbols", symbols), ("predicates", predicates)):
         if names is not None:
             header[key] = list(names)

@@ -4,7 +4,8 @@ A command module builds its parser from these and its own options, in the
 order its ``--help`` lists them; where two commands word an option
 differently, the command passes its wording.  Every ``cpl`` invocation
 builds the whole parser, so this stays import-light: only ``add_schedule``
-imports ``choreo`` (its schedule names, not the simulator).
+and ``add_detect`` import ``choreo`` (its schedule names and the detectors'
+default timeout, not the simulator).
 """
 
 from __future__ import annotations
@@ -91,5 +92,12 @@ def add_predicates(parser) -> None:
 def add_detect(parser, help: str) -> None:
     """``--detect MODULE:FUNCTION``, repeatable: a detector of the user's own
     (``choreo.user_detectors``)."""
+    from choreo.detector_process import DEFAULT_TIMEOUT as DETECTOR_TIMEOUT
     parser.add_argument("--detect", action="append", default=[], metavar="MODULE:FUNCTION",
                         help=help)
+    parser.add_argument("--detector-timeout", type=float, default=DETECTOR_TIMEOUT,
+                        metavar="SECONDS",
+                        help=f"how long each --detect detector may take on one trace (in a "
+                        f"process of its own, killed with whatever it started; default "
+                        f"{DETECTOR_TIMEOUT:g})")
+

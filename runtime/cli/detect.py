@@ -28,18 +28,20 @@ def cmd_detect(args) -> int:
     if args.no_detectors and not args.detect:
         raise UsageError("--no-detectors leaves nothing to run: add --detect MODULE:FUNCTION")
     # a spec that does not load: said before the trace is read; names as cpl explore gives
-    user = yours(args.detect, () if args.no_detectors else _catalog_names())
+    user = yours(args.detect, () if args.no_detectors else _catalog_names(),
+                 args.detector_timeout)
     trace = read_trace(args.trace, lambda text: complain(f"warning: {text}"), whole=True)
     found: dict[str, list[dict]] = {}
     failed = False
     if not args.no_detectors:
         found.update(_catalog(trace))
-    for name, detector in user.items():
-        try:
-            found[name] = [_row(event) for event in detector(trace)]
-        except RuntimeError as error:  # its message names the detector; the others go on
-            complain(f"cpl detect: {error}")
+    results, _ = user.run(trace, args.trace) if user else ({}, 0.0)
+    for name, result in results.items():
+        if isinstance(result, RuntimeError):  # its message names the detector; the others go on
+            complain(f"cpl detect: {result}")
             failed = True
+        else:
+            found[name] = [_row(event) for event in result]
     if args.format == "json":
         print(json_for_terminal(json.dumps(found)))
     else:

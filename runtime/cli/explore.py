@@ -32,12 +32,15 @@ def _detectors():
     return detect
 
 
-def yours(specs, taken):
+def yours(specs, taken, timeout: float):
     """The ``--detect`` detectors by name, each imported now: one that does not load is a
-    usage error naming it (before any run)."""
+    usage error naming it (before any run), as is a ``--detector-timeout`` that is not a
+    number of seconds above 0."""
     from choreo.user_detectors import DetectorError, user_detectors
+    if not 0 < timeout <= 86400:  # also refuses nan; inf would wait forever
+        raise UsageError("--detector-timeout: give a number of seconds above 0, at most 86400")
     try:
-        return user_detectors(specs, taken)
+        return user_detectors(specs, taken, timeout)
     except DetectorError as error:
         raise UsageError(str(error)) from None
 
@@ -76,7 +79,7 @@ def cmd_explore(args) -> int:
     detectors = None if args.no_detectors else _detectors()
     if args.detect:
         from cpl.anomalies import DETECTORS
-        own = yours(args.detect, () if detectors is None else DETECTORS)
+        own = yours(args.detect, () if detectors is None else DETECTORS, args.detector_timeout)
         detectors = own if detectors is None else (detectors, own)
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     counters = tuple(dict.fromkeys((*COUNTERS, *args.counter)))

@@ -20,7 +20,7 @@ from .usage import EXIT_OK, UsageError, complain
 
 _TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an HTTP header name (RFC 9110)
 
-TIMEOUT = 10.0  # seconds for each connect and read of --endpoint
+TIMEOUT = 10.0  # seconds for each request to --endpoint, as a whole
 
 
 def _headers(given: list[str]) -> dict:
@@ -41,15 +41,29 @@ def _headers(given: list[str]) -> dict:
     return found
 
 
-def _summary(trace, requests) -> str:
+class _Counted:
+    """The requests ``batches()`` makes, one at a time (all at once would hold every span
+    of a long trace), counting their spans and links for the summary as they pass."""
+
+    def __init__(self, batches):
+        self.batches, self.spans, self.links = batches, 0, 0
+
+    def __iter__(self):
+        self.spans = self.links = 0
+        for request in self.batches():
+            for resource in request.resource_spans:
+                for scope in resource.scope_spans:
+                    self.spans += len(scope.spans)
+                    self.links += sum(len(span.links) for span in scope.spans)
+            yield request
+
+
+def _summary(trace, counted: _Counted) -> str:
     """What was exported, in the words of the trace (the counts a reader checks first)."""
-    spans = [span for request in requests for resource in request.resource_spans
-             for scope in resource.scope_spans for span in scope.spans]
-    links = sum(len(span.links) for span in spans)
     decisions = sum(event.kind == "choice" for event in trace.events)
     transit = len(trace.in_transit())
-    return (f"{len(spans)} spans (the run, {len(trace.lifelines)} lifelines, {len(trace.events)} "
-            f"events), {links} message links, {decisions} decisions"
+    return (f"{counted.spans} spans (the run, {len(trace.lifelines)} lifelines, "
+            f"{len(trace.events)} events), {counted.links} message links, {decisions} decisions"
             + (f", {transit} messages in transit" if transit else ""))
 
 
@@ -78,25 +92,29 @@ def cmd_export(args) -> int:
             anchor = os.stat(args.trace).st_mtime_ns
         except OSError:
             anchor = 0
-        requests = list(otlp_batches(trace, args.parent, anchor))
+        requests = _Counted(lambda: otlp_batches(trace, args.parent, anchor))
+        if output is not None:  # made as they are written (again below for --endpoint)
+            output.write(text.encode("utf-8") for text in otlp_json(requests))
+            if args.otlp != STDOUT:
+                complain(f"wrote {args.otlp}: {_summary(trace, requests)}")
+        if url is not None:
+            _post_all(requests, url, headers, args.timeout)
+            complain(f"posted to {url}: {_summary(trace, requests)}")
     except MissingExtra as error:
         raise UsageError(str(error)) from None
-    summary = _summary(trace, requests)
-    if output is not None:
-        output.write(text.encode("utf-8") for text in otlp_json(requests))
-        if args.otlp != STDOUT:
-            complain(f"wrote {args.otlp}: {summary}")
-    if url is not None:
-        from cpl.export import ExportError, post
-        for number, request in enumerate(requests):
-            try:
-                post(request, url, headers, args.timeout)
-            except ExportError as error:
-                done = f" (after {number} of {len(requests)} requests were accepted)" \
-                    if number else ""
-                raise TraceError(f"--endpoint: {error}{done}") from None
-        complain(f"posted to {url}: {summary}")
     return EXIT_OK
+
+
+def _post_all(requests: _Counted, url: str, headers: dict, timeout: float) -> None:
+    """Each request posted as it is made; the first that fails says how many went before."""
+    from cpl.export import ExportError, post
+    number = 0
+    for number, request in enumerate(requests):
+        try:
+            post(request, url, headers, timeout)
+        except ExportError as error:
+            done = f" (after {number} requests were accepted)" if number else ""
+            raise TraceError(f"--endpoint: {error}{done}") from None
 
 
 def add_export_command(commands) -> None:
@@ -121,5 +139,5 @@ def add_export_command(commands) -> None:
                         help="an HTTP header for --endpoint (repeatable; also read from "
                              "OTEL_EXPORTER_OTLP_HEADERS)")
     export.add_argument("--timeout", type=float, default=TIMEOUT, metavar="SECONDS",
-                        help=f"wait at most this long for each connect and read of "
-                             f"--endpoint (default {TIMEOUT:g})")
+                        help=f"give each request to --endpoint at most this long, from "
+                             f"connecting to the last byte of the answer (default {TIMEOUT:g})")
