@@ -43,14 +43,14 @@ def serve(detectors, trace, down: int, up: int) -> None:
                 trace = _rebuilt(pickle.loads(requests.read(request["size"])))
             for detector in detectors[request["start"]:]:
                 answer = _answer(detector, trace, request["where"], me)
-                _flush()
-                _write_all(up, json.dumps(answer).encode("utf-8") + b"\n")
+                flush_streams()
+                write_all(up, json.dumps(answer).encode("utf-8") + b"\n")
                 if "failed" in answer:
                     return  # the parent kills the group: nothing more is asked of it
     except BaseException:  # noqa: BLE001 - never unwind into the parent's code
         code = 70
     finally:
-        _flush()
+        flush_streams()
         os._exit(code)
 
 
@@ -101,13 +101,15 @@ def _rebuilt(plain: tuple):
                  meta, predicates=predicates)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """All of ``data`` to ``fd`` (a pipe may take it in parts)."""
     view = memoryview(data)
     while view:
         view = view[os.write(fd, view):]
 
 
-def _flush() -> None:
+def flush_streams() -> None:
+    """What Python buffers for stdout and stderr, said now (before a fork or an exit)."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

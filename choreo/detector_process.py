@@ -24,8 +24,9 @@ import os
 import pickle
 import select
 import signal
-import sys
 import time
+
+from .detector_child import flush_streams, write_all
 
 DEFAULT_TIMEOUT = 60.0  # seconds a detector of yours may take on one trace
 
@@ -74,7 +75,7 @@ class _Child:
     def __init__(self, detectors, trace):
         from .detector_child import serve
         self.detectors, self.born_with = detectors, trace
-        _flush()  # what is buffered is said once, by this process
+        flush_streams()  # what is buffered is said once, by this process
         down, self._down = os.pipe()
         self._up, up = os.pipe()
         self.pid = os.fork()
@@ -104,7 +105,7 @@ class _Child:
         cpu = 0.0
         try:
             os.write(self._down, json.dumps(request).encode("utf-8") + b"\n")
-            _write_all(self._down, payload)
+            write_all(self._down, payload)
         except OSError:  # it ended before it read the trace: the reading below says how
             pass
         due = time.monotonic() + timeout
@@ -181,20 +182,6 @@ def _plain(trace) -> tuple:
     init = {name: dict(store) for name, store in trace.init.items()}
     meta = None if trace.meta is None else dict(trace.meta)
     return (trace.lifelines, init, events, trace.vars, trace.symbols, meta, trace.predicates)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _flush() -> None:
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):
-            pass
 
 
 def _said(detector, where: str, what: str) -> str:
