@@ -80,12 +80,14 @@ with c.if_("fragile(x)", at=B, label="go?"):
     assert load_trace(trace).meta["status"] == "failed"
 
 
-@pytest.mark.parametrize("target", ["missing-dir/t.jsonl", "."])
-def test_an_unwritable_trace_path_is_refused_before_the_run(tmp_path, target):
+@pytest.mark.parametrize("target, why", [("missing-dir/t.jsonl", "does not exist"),
+                                         (".", "it is a directory; name a file in it")])
+def test_an_unwritable_trace_path_is_refused_before_the_run(tmp_path, target, why):
     result = cpl("run", ROOT / "examples" / "code_review.py", "--sim", "--trace",
                  tmp_path / target)
     assert result.returncode == 2 and "Traceback" not in result.stderr
-    assert result.stderr.startswith("cpl run: --trace: ") and "cannot write the trace" in result.stderr
+    assert result.stderr.startswith(f"cpl run: --trace {tmp_path / target}: ") \
+        and why in result.stderr, result.stderr
     assert result.stdout == ""  # no run happened
 
 

@@ -64,12 +64,13 @@ def ray_session(address: str):
     if target is None or _loopback(target.rsplit(":", 1)[0]):
         stay_on_loopback()
     quiet = {"logging_level": logging.ERROR, "log_to_driver": True}
-    folder = session_folder() if target is None else None  # its session: logs, sockets;
+    folder = session_name() if target is None else None  # its session: logs, sockets;
     reaper = None  # gone with the run, and no /tmp/ray/ray_current_cluster left behind
     try:
         try:
             if target is None:
-                reaper = Reaper(folder)  # first: a kill -9 from now on leaves no Ray behind
+                reaper = Reaper(folder)  # first: a kill -9 from now on leaves no Ray behind,
+                os.mkdir(folder, 0o700)  # nor the folder (made after the reaper knows it)
             with sigterm_as_ctrl_c():
                 if target is None:
                     ray.init(address="local", _node_ip_address="127.0.0.1",
@@ -140,10 +141,18 @@ def stay_on_loopback() -> None:
 
 def session_folder(prefix: str = RUN_FOLDER) -> str:
     """A new folder for a Ray started here (0700: Ray makes its own session folder, ``r``
-    inside, open to all, 0777): in the temp folder if its path is short enough for Ray's
-    sockets (AF_UNIX paths hold 107 bytes; we add 22, Ray up to 64), else in /tmp."""
+    inside, open to all, 0777)."""
+    folder = session_name(prefix)
+    os.mkdir(folder, 0o700)
+    return folder
+
+
+def session_name(prefix: str = RUN_FOLDER) -> str:
+    """A path no folder has yet, for a Ray started here: in the temp folder if its path is
+    short enough for Ray's sockets (AF_UNIX paths hold 107 bytes; we add 22, Ray up to 64),
+    else in /tmp.  Made by its user (0700), which fails should it exist."""
     base = tempfile.gettempdir()
-    return tempfile.mkdtemp(prefix=prefix, dir=base if len(base) <= 18 else "/tmp")
+    return os.path.join(base if len(base) <= 18 else "/tmp", prefix + secrets.token_hex(4))
 
 
 def _target(address: str) -> str | None:
