@@ -43,8 +43,12 @@ def tiny_run(tmp_path, ci: str | None, *extra: str, body: str = TINY, via: tuple
     if ci is not None:
         env["CI"] = ci
     env["PYTHONPATH"] = os.pathsep.join([str(TESTS), env.get("PYTHONPATH", "")])
-    return subprocess.run([*via, sys.executable, "-m", "pytest", "-p", "nothing_skipped",
-                           "-p", "no:cacheprovider", "-q", "-rs", *extra, "test_tiny.py"],
+    # only the plugins named here: the installed ones (langsmith's, hypothesis') cost each
+    # pytest process seconds to import on a busy machine, and none matters to a tiny suite
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    return subprocess.run([*via, sys.executable, "-m", "pytest", "-p", "xdist",
+                           "-p", "nothing_skipped", "-p", "no:cacheprovider", "-q", "-rs",
+                           *extra, "test_tiny.py"],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
 
 
