@@ -9,13 +9,11 @@ server, each logging the Deployer's events into a log that fills up.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import resource
 import signal
-import socket
 import sys
-import threading
+from pathlib import Path
 
 from cpl.live import LiveError, System
 
@@ -131,22 +129,12 @@ def http_app(deployer):
 
 
 def serve_http(logs: str) -> int:
-    import uvicorn
+    """The Deployer served as the HTTP example serves it, until this process's input ends."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples/embedding/http"))
+    from services import serve_until_input_closes
 
     deployer = release_system().agent("Deployer", log=logs)
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    listener.bind(("127.0.0.1", 0))
-    listener.listen(128)
-    server = uvicorn.Server(uvicorn.Config(http_app(deployer), log_level="warning",
-                                           lifespan="off", access_log=False))
-
-    def stop_at_end_of_input() -> None:
-        sys.stdin.read()
-        server.should_exit = True
-
-    threading.Thread(target=stop_at_end_of_input, daemon=True).start()
-    print(f"PORT {listener.getsockname()[1]}", flush=True)
-    asyncio.run(server.serve(sockets=[listener]))
+    serve_until_input_closes(http_app(deployer))
     return closed(deployer)
 
 
