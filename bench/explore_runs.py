@@ -1,6 +1,6 @@
 """explore: 1,000 explored code-review runs (``cpl explore``'s library, issue #10).
 
-``choreo.explore.explore_file(examples/code_review.py, 1000, …)`` as ``cpl
+``choreo.exploration.explore.explore_file(examples/code_review.py, 1000, …)`` as ``cpl
 explore --runs 1000`` calls it: the mixed schedules (random, late, lifo,
 starve by seed), every run's trace recorded in memory and handed to the
 detectors (``cpl.anomalies.detect`` when it imports, else none), decisions
@@ -66,7 +66,7 @@ def _cores(n: int = 2_000_000) -> tuple[float, float]:
 
 
 def run(quick: bool = False) -> list[Row]:
-    from choreo.explore import explore_file
+    from choreo.exploration.explore import explore_file
 
     runs, repeats = (100, 1) if quick else (1_000, 3)
     detect = _detectors()

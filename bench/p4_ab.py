@@ -39,7 +39,7 @@ def rate(tree: str, count: int, secure: bool) -> float:
     env["PYTHONPATH"] = tree
     with tempfile.TemporaryDirectory(prefix="cpl-p4ab-") as folder:
         trace = Path(folder) / "t.jsonl"
-        run_to_end([sys.executable, "-m", "runtime.cli", "run", str(p4.CHOREO), "--arg",
+        run_to_end([sys.executable, "-m", "cpl_cli", "run", str(p4.CHOREO), "--arg",
                     f"count={count}", "--trace", str(trace)] + ([] if secure else ["--insecure"]),
                    p4.TIMEOUT, cwd=tree, env=env)
         meta, events = p4.read_trace(trace)
@@ -53,7 +53,7 @@ def rate(tree: str, count: int, secure: bool) -> float:
 # run ``cpl run`` in a child whose lifelines print their CPU seconds at their final report
 _LIFELINE = """
 import resource, sys, time
-import runtime.lifeline as lifeline
+import runtime.lifeline.process as lifeline
 report = lifeline.LifelineProcess._report
 def reported(self, control, state, probe=None, final=False):
     if final:
@@ -62,16 +62,16 @@ def reported(self, control, state, probe=None, final=False):
               f"{time.thread_time():.4f}", file=sys.stderr, flush=True)
     report(self, control, state, probe, final)
 lifeline.LifelineProcess._report = reported
-from runtime.cli import main
+from cpl_cli import main
 sys.exit(main(sys.argv[1:]))
 """
 _CPU_RUN = """
 import sys
-import runtime.launchers as launchers
+import runtime.supervisor.launchers as launchers
 LIFELINE = sys.argv.pop(1)
 launchers.lifeline_command = lambda name: [sys.executable, "-c", LIFELINE, "lifeline", name,
                                            "--stdin"]
-from runtime.cli import main
+from cpl_cli import main
 sys.exit(main(sys.argv[1:]))
 """
 

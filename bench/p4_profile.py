@@ -4,8 +4,8 @@
     python bench/p4_profile.py --cpu [--count 5000] [--insecure]
 
 Runs ``cpl run bench/p4_stream.py`` in this process with the lifeline named
-(A or B) started as ``python -m cProfile -o OUT -m runtime.cli lifeline NAME
---stdin`` instead of ``cpl lifeline NAME --stdin`` (``runtime.launchers``'
+(A or B) started as ``python -m cProfile -o OUT -m cpl_cli lifeline NAME
+--stdin`` instead of ``cpl lifeline NAME --stdin`` (``runtime.supervisor.launchers``'
 ``lifeline_command`` is replaced here, for this process only), then prints
 the top of the profile (cProfile slows the many small Python calls down: read the
 shares, not the absolute times).  With ``--cpu``, no profiler: every lifeline
@@ -24,8 +24,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-import runtime.launchers as launchers  # noqa: E402
-from runtime.cli import main as cpl  # noqa: E402
+import runtime.supervisor.launchers as launchers  # noqa: E402
+from cpl_cli import main as cpl  # noqa: E402
 
 
 # ``cpl lifeline ...`` that prints its CPU seconds as it exits (whole process, main thread)
@@ -36,7 +36,7 @@ def report():
     print(f"{sys.argv[2]}: CPU {u.ru_utime + u.ru_stime:.3f} s in all threads, "
           f"{time.thread_time():.3f} s in the main thread", file=sys.stderr)
 atexit.register(report)
-from runtime.cli import main
+from cpl_cli import main
 sys.exit(main(sys.argv[1:]))
 """
 
@@ -45,7 +45,7 @@ sys.exit(main(sys.argv[1:]))
 # that is sent the supervisor ends the run, and the lifeline may be gone before an exit)
 _PROFILED = """
 import cProfile, sys
-import runtime.lifeline as lifeline
+import runtime.lifeline.process as lifeline
 profile = cProfile.Profile()
 report = lifeline.LifelineProcess._report
 def reported(self, control, state, probe=None, final=False):
@@ -54,7 +54,7 @@ def reported(self, control, state, probe=None, final=False):
         profile.dump_stats(sys.argv[1])
     report(self, control, state, probe, final)
 lifeline.LifelineProcess._report = reported
-from runtime.cli import main
+from cpl_cli import main
 profile.enable()
 sys.exit(main(sys.argv[2:]))
 """

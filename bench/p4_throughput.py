@@ -16,7 +16,7 @@ messages.
 **Raw** (the baseline): the same socket pattern — one PUSH connected to one
 PULL over ``tcp://127.0.0.1``, default high-water marks, CURVE or not — in
 two fresh processes of their own; the sender ``msgpack.packb``s the very
-fields of a data frame our runtime sends (built by ``runtime.wire.encode``
+fields of a data frame our runtime sends (built by ``runtime.frames.wire.encode``
 from a real ``Message`` of this choreography, sequence number counting up:
 byte-identical to A's frames), the receiver ``recv``s and ``unpackb``s each.
 Interval: ``time.time()`` before the sender's first send to after the
@@ -55,8 +55,8 @@ def real_messages(count: int = 3):
     """A's first messages of ``p4_stream`` (control, data, control, ...) as the runtime
     builds them: A's Runner from the same plan a lifeline process prepares."""
     from choreo import load_one
-    from choreo.drive import Driver, complete
-    from choreo.plan import prepare
+    from choreo.execution.drive import Driver, complete
+    from choreo.execution.plan import prepare
 
     plan = prepare(load_one(str(CHOREO)))
     inputs = plan.inputs(values={"count": count})
@@ -69,7 +69,7 @@ def real_messages(count: int = 3):
 
 def frames() -> dict:
     """The data and control frames (bytes) A sends, and the size of the metadata in each."""
-    from runtime.wire import encode
+    from runtime.frames.wire import encode
 
     run = uuid.uuid4().hex  # the supervisor's run id: 32 hex digits
     messages = real_messages()
@@ -187,7 +187,7 @@ def run_cpl(args: list[str], timeout: float = TIMEOUT,
             env: dict | None = None) -> tuple[float, float]:
     """Run ``cpl ARGS`` to its end: (its start wall time, its end wall time); stopped
     after ``timeout`` (``timing.run_to_end``); ``env`` default ``environment()``."""
-    return run_to_end([sys.executable, "-m", "runtime.cli", *args], timeout, cwd=ROOT,
+    return run_to_end([sys.executable, "-m", "cpl_cli", *args], timeout, cwd=ROOT,
                       env=env or environment())
 
 

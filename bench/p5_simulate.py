@@ -1,7 +1,7 @@
 """P5: simulated code-review runs per second (``examples/code_review.py``, ``rounds=1``).
 
 What one run is, and what is counted: the choreography is loaded, validated,
-projected and its guards compiled **once** (``choreo.simulate.Simulator``:
+projected and its guards compiled **once** (``choreo.execution.simulate.Simulator``:
 none of it depends on the seed or the inputs, and ``cpl run --sim`` would
 reuse it for a sweep); that one-off cost is its own row.  Each run then
 counts, per seed: reading the inputs, building the four CPL monitors and
@@ -70,14 +70,14 @@ def _schedule_all(seeds, lengths) -> None:
 
 def peak_rss_kib(rounds: int, trace: Path | None = None) -> int:
     """Peak RSS of ``cpl run examples/code_review.py --sim --arg rounds=N [--trace T]``."""
-    command = [sys.executable, "-m", "runtime.cli", "run", str(EXAMPLE), "--sim", "--seed", "1",
+    command = [sys.executable, "-m", "cpl_cli", "run", str(EXAMPLE), "--sim", "--seed", "1",
                "--arg", f"rounds={rounds}"] + (["--trace", str(trace)] if trace else [])
     return peak_rss_kib_of(command, cwd=ROOT)
 
 
 def run(quick: bool = False) -> list[Row]:
     import choreo
-    from choreo.simulate import Simulator, simulate
+    from choreo.execution.simulate import Simulator, simulate
 
     n, repeats, full_n = (200, 2, 20) if quick else (2_000, 7, 200)
     short, long = (100, 2_000) if quick else (1_000, 100_000)

@@ -37,12 +37,12 @@ def peak_rss_mib(command: list[str]) -> float:
 
 
 def cli_command() -> list[str]:
-    """The installed ``cpl`` script beside this interpreter, else ``python -m runtime.cli``."""
+    """The installed ``cpl`` script beside this interpreter, else ``python -m cpl_cli``."""
     script = Path(sys.executable).with_name("cpl")
     if script.exists():
         return [str(script)]
     found = shutil.which("cpl")
-    return [found] if found else [sys.executable, "-m", "runtime.cli"]
+    return [found] if found else [sys.executable, "-m", "cpl_cli"]
 
 
 def _subprocess_seconds(command: list[str]) -> float:

@@ -29,7 +29,7 @@ HEADER = ("| example | twin | runs | anomaly runs | failed | commits | aborts | 
 
 def metadata_bytes(plan) -> float:
     """Mean encoded metadata per message of the seed-0 run, through fresh monitors."""
-    from choreo.simulate import Simulator
+    from choreo.execution.simulate import Simulator
     from cpl.monitor import Monitor
     trace = Simulator.of(plan).run(seed=0, values=plan.inputs([])).trace
     monitors = {name: Monitor(plan.monitors, name, trace.init.get(name))
@@ -52,8 +52,8 @@ def metadata_bytes(plan) -> float:
 def rows(runs: int = 200) -> list[str]:
     """One markdown row per example and twin."""
     from choreo import load_one
-    from choreo.explore import Source, explore
-    from choreo.plan import prepare
+    from choreo.exploration.explore import Source, explore
+    from choreo.execution.plan import prepare
     from cpl.anomalies import detect
 
     found = []

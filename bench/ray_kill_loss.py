@@ -29,9 +29,9 @@ ROOT = Path(__file__).resolve().parent.parent
 CODE_REVIEW = str(ROOT / "examples" / "code_review.py")
 
 from choreo import load_one  # noqa: E402 - after the path above is known
-from choreo.plan import prepare  # noqa: E402
-from runtime.ray_launcher import CplLifeline, RayActors  # noqa: E402
-from runtime.supervisor import Supervisor  # noqa: E402
+from choreo.execution.plan import prepare  # noqa: E402
+from runtime.supervisor.ray_launcher import CplLifeline, RayActors  # noqa: E402
+from runtime.supervisor.supervisor import Supervisor  # noqa: E402
 
 
 class RecordingLifeline(CplLifeline):
@@ -43,7 +43,7 @@ class RecordingLifeline(CplLifeline):
         self.folder = folder
 
     def serve(self, connection: str) -> int:
-        from runtime import lifeline
+        from runtime.lifeline import process as lifeline
         name = connection.split('"lifeline": "', 1)[1].split('"', 1)[0]
         kept = os.open(os.path.join(self.folder, f"{name}.jsonl"),
                        os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -98,7 +98,7 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=18)
     args = parser.parse_args()
-    from runtime.cli.cluster import ray_session
+    from cpl_cli.cluster import ray_session
     plan = prepare(load_one(CODE_REVIEW))
     rng = random.Random(args.seed)
     lost = []

@@ -88,7 +88,7 @@ def unavailable() -> str | None:
         import ray  # noqa: F401
     except ImportError as error:
         return f"ray is not importable ({error})"
-    help_text = subprocess.run([sys.executable, "-m", "runtime.cli", "run", "--help"],
+    help_text = subprocess.run([sys.executable, "-m", "cpl_cli", "run", "--help"],
                                capture_output=True, text=True, cwd=ROOT,
                                env=environment()).stdout
     if "--ray-address" not in help_text:
@@ -122,9 +122,9 @@ class Empty:
 class Lifeline:
     def ready(self, choreography):
         start = time.perf_counter()
-        import runtime.cli, runtime.cli.run, runtime.connection, runtime.lifeline
+        import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.lifeline.process
         from choreo import load_one
-        from choreo.plan import prepare
+        from choreo.execution.plan import prepare
         imported = time.perf_counter()
         prepare(load_one(choreography))
         return imported - start, time.perf_counter() - imported
@@ -168,7 +168,7 @@ def cold_run(folder: str) -> dict:
     (temp dir private) and must leave no process behind."""
     trace = Path(folder) / "cold.jsonl"
     tmp = tempfile.mkdtemp(prefix="crc-", dir="/tmp")
-    command = [sys.executable, "-m", "runtime.cli", "run", str(startup.REVIEW), "--arg",
+    command = [sys.executable, "-m", "cpl_cli", "run", str(startup.REVIEW), "--arg",
                "rounds=1", *ray_args("local"), "--trace", str(trace)]
     try:
         start = time.time()

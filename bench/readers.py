@@ -30,10 +30,10 @@ TARGET_MIB, TARGET_RATIO = 256, 2.0
 
 
 def measure(arguments: list[str]) -> tuple[float, float]:
-    """(wall seconds, peak RSS in MiB) of ``python -m runtime.cli ARGUMENTS``."""
+    """(wall seconds, peak RSS in MiB) of ``python -m cpl_cli ARGUMENTS``."""
     environment = dict(os.environ, PYTHONPATH=str(ROOT))
     start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-m", "runtime.cli", *arguments], cwd=ROOT,
+    child = subprocess.Popen([sys.executable, "-m", "cpl_cli", *arguments], cwd=ROOT,
                              env=environment, stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE)
     _, status, usage = os.wait4(child.pid, 0)
@@ -81,7 +81,7 @@ def run(trace: str, event: str, runs: int) -> None:
 
 def make(path: str, rounds: int) -> None:
     """The trace by a real simulated run of the flagship example, streamed to ``path``."""
-    subprocess.run([sys.executable, "-m", "runtime.cli", "run", str(EXAMPLE), "--sim", "--seed",
+    subprocess.run([sys.executable, "-m", "cpl_cli", "run", str(EXAMPLE), "--sim", "--seed",
                     "1", "--arg", f"rounds={rounds}", "--trace", path], cwd=ROOT, check=True,
                    env=dict(os.environ, PYTHONPATH=str(ROOT)), stdout=subprocess.DEVNULL)
 

@@ -56,8 +56,8 @@ def wall_seconds(function: Callable[[], object]) -> float:
 
 def review_trace(rounds: int):
     from choreo import load_one
-    from choreo.plan import prepare
-    from choreo.simulate import Simulator
+    from choreo.execution.plan import prepare
+    from choreo.execution.simulate import Simulator
 
     plan = prepare(load_one(str(EXAMPLE), None))
     return Simulator.of(plan).run(seed=1, values=plan.inputs([f"rounds={rounds}"])).trace

@@ -4,7 +4,7 @@
     python bench/runner_steps.py --p5 [--repeat 9]
 
 A lifeline process of ``cpl run bench/p4_stream.py`` drives its one Runner with
-:class:`choreo.drive.Driver` (a ``Background`` for actions: each act sees a
+:class:`choreo.execution.drive.Driver` (a ``Background`` for actions: each act sees a
 snapshot of the store) and hands each event to its log.  Here A and B are
 driven the same way, each on its own: A's messages are collected instead of
 sent, then fed to B one before each of B's steps (``until``), as B's socket
@@ -30,9 +30,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.append(str(ROOT))  # after PYTHONPATH: an A/B runs this against another tree
 
-from choreo.drive import Driver, complete  # noqa: E402
-from choreo.load import load_one  # noqa: E402
-from choreo.plan import prepare  # noqa: E402
+from choreo.execution.drive import Driver, complete  # noqa: E402
+from choreo.authoring.load import load_one  # noqa: E402
+from choreo.execution.plan import prepare  # noqa: E402
 
 
 class _Inline:
@@ -90,7 +90,7 @@ def run_b(plan, count: int, messages, log: bool, idle: bool = False) -> float:
 
 
 def p5(repeat: int) -> None:
-    from choreo.simulate import Simulator
+    from choreo.execution.simulate import Simulator
 
     simulator = Simulator(load_one(str(ROOT / "examples" / "code_review.py"), None))
     times = []

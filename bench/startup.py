@@ -2,7 +2,7 @@
 
 For ``examples/code_review.py --arg rounds=1`` (4 lifelines) and
 ``bench/startup_ring.py`` (32 lifelines, one token round a ring), each run
-is ``python -m runtime.cli run CHOREO --trace t.jsonl`` in a fresh process:
+is ``python -m cpl_cli run CHOREO --trace t.jsonl`` in a fresh process:
 
 * **to the first event**: the first event's ``time`` in the trace minus the
   wall time just before the ``cpl run`` process was started;
@@ -19,12 +19,12 @@ lifeline a bash script and a ``pyenv`` lookup before Python starts).
 Where start-up goes (each a fresh process, medians, interleaved with the runs):
 
 * interpreter: ``python -c pass``;
-* imports of a lifeline process (``runtime.cli``, ``runtime.cli.run``,
-  ``runtime.lifeline``: zmq, msgpack, choreo, cpl), wall time minus the
+* imports of a lifeline process (``cpl_cli``, ``cpl_cli.run``,
+  ``runtime.lifeline.process``: zmq, msgpack, choreo, cpl), wall time minus the
   interpreter's;
 * ``prepare(load_one(CHOREO))`` — import the choreography, validate, project,
   compile the guards — timed inside the process; the supervisor does it once
-  and forks its lifelines from there (``runtime.zygote``; before issue 19 every
+  and forks its lifelines from there (``runtime.supervisor.zygote``; before issue 19 every
   lifeline did it again);
 * the CPU seconds of one process doing all three: what the supervisor spends
   before it forks the first lifeline (a lifeline started as the command, where
@@ -49,9 +49,9 @@ ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "code_review.py"
 RING = Path(__file__).resolve().parent / "startup_ring.py"
 TIMEOUT = 300.0
-IMPORTS = "import runtime.cli, runtime.cli.run, runtime.connection, runtime.lifeline"
+IMPORTS = "import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.lifeline.process"
 PREPARE = ("import sys, time; " + IMPORTS + "; from choreo import load_one; "
-           "from choreo.plan import prepare; t = time.perf_counter(); "
+           "from choreo.execution.plan import prepare; t = time.perf_counter(); "
            "prepare(load_one(sys.argv[1])); print(time.perf_counter() - t)")
 
 
@@ -59,7 +59,7 @@ def one_run(choreography: Path, args: list[str], folder: str, env: dict | None =
     """Seconds to the first event, for the whole run, and CPU of every process (``env``:
     of ``cpl run``, default ``environment()``)."""
     trace = Path(folder) / "startup.jsonl"
-    command = [sys.executable, "-m", "runtime.cli", "run", str(choreography), *args,
+    command = [sys.executable, "-m", "cpl_cli", "run", str(choreography), *args,
                "--trace", str(trace)]
     cpu = children_cpu()
     start, end = run_to_end(command, TIMEOUT, cwd=ROOT, env=env or environment())

@@ -3,7 +3,7 @@
     python bench/stops.py [--tries 20] [--seed 1] [--root DIR] [--busy N]
                           [--only ctrl-c|timeout|ctrl-c-from-start]
 
-Runs ``python -m runtime.cli run bench/stops_loop.py --arg pause=3`` (two
+Runs ``python -m cpl_cli run bench/stops_loop.py --arg pause=3`` (two
 lifelines in a loop, each action holding its lifeline's thread for 3 s, as a
 synchronous tool call does) in a fresh process group, as a terminal does,
 with the code under ``--root`` (default: this checkout; give another checkout
@@ -67,7 +67,7 @@ def start(root: Path, folder: Path, args: list[str]) -> tuple[subprocess.Popen, 
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     began = time.monotonic()
     with ctrl_c_inherited():
-        process = subprocess.Popen([sys.executable, "-m", "runtime.cli", "run", *args],
+        process = subprocess.Popen([sys.executable, "-m", "cpl_cli", "run", *args],
                                    cwd=folder, env=env, stdout=subprocess.DEVNULL,
                                    stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
                                    start_new_session=True)

@@ -1,8 +1,11 @@
 """Choreographies: a global protocol in Python, projected to one program per lifeline.
 
-Write the protocol once from above (:mod:`choreo.dsl`), check it
-(:func:`validate`), see each lifeline's part (:func:`project`, :func:`show`).
-Imports go one way: ``cpl`` ← ``choreo`` ← ``runtime``.
+Write the protocol once from above (:mod:`choreo.authoring`), check it
+(:func:`validate`), see each lifeline's part (:func:`project`, :func:`show`,
+:mod:`choreo.analysis`), run it (:mod:`choreo.execution`), explore many runs of it
+(:mod:`choreo.exploration`); model calls as actions are :mod:`choreo.models`.
+Imports go one way: ``cpl`` ← ``choreo`` ← ``runtime``, and inside ``choreo``
+authoring ← analysis ← execution ← exploration.
 """
 
 from cpl.lazy import face
@@ -13,11 +16,6 @@ __all__ = [
 ]
 
 face(__name__, {
-    ".dsl": "Choreography",
-    ".errors": "ChoreographyError Where",
-    ".load": "load load_one",
-    ".model": "Input Lifeline SymbolSet Var",
-    ".project": "Projection project",
-    ".show": "show",
-    ".validate": "Report validate",
+    ".authoring": "Choreography ChoreographyError Where load load_one Input Lifeline SymbolSet Var",
+    ".analysis": "Projection project show Report validate",
 })

@@ -2,10 +2,15 @@
 
 A ``GuardError`` knows where (line, column, the source line) and what was
 expected, in words; ``str()`` renders the message with a caret under the
-offending character, which is what the CLI prints.
+offending character, which is what the CLI prints.  Every message reaches a terminal
+through :func:`complain`, which escapes what a terminal would obey (names come from
+hostile input), in the CLI and in a lifeline process alike.
 """
 
 from __future__ import annotations
+
+import re
+import sys
 
 
 class GuardError(Exception):
@@ -88,3 +93,27 @@ def line_column(source: str, offset: int) -> tuple[int, int]:
     line = source.count("\n", 0, offset) + 1
     column = offset - (source.rfind("\n", 0, offset) + 1) + 1
     return line, column
+
+
+# Characters a terminal obeys rather than shows (C0 but the line break and tab, DEL, C1), the
+# line separators, the bidirectional overrides, and surrogates, which no terminal encodes.
+# A pattern, compiled (and cached by ``re``) at its first use: not every command prints.
+_UNSAFE = ("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+           "\ud800-\udfff]")
+
+
+def for_terminal(text: str) -> str:
+    """``text`` with every ``_UNSAFE`` character written as its Python escape (``\\x1b``), so a
+    hostile name cannot move the cursor, recolour or hide what follows it."""
+    return re.sub(_UNSAFE, lambda found: repr(found[0])[1:-1], text)
+
+
+def json_for_terminal(text: str) -> str:
+    """JSON text with every ``_UNSAFE`` character as its ``\\uXXXX`` escape: still the same
+    JSON (such characters occur only inside its strings), safe to print."""
+    return re.sub(_UNSAFE, lambda found: f"\\u{ord(found[0]):04x}", text)
+
+
+def complain(text: str) -> None:
+    """One message on standard error, safe for the terminal."""
+    print(for_terminal(text), file=sys.stderr)

@@ -6,8 +6,8 @@ pay, at start-up, for the modules it never uses (compiled from source where no
 exception).  ``face(__name__, {".module": "name other:alias"})`` in a package's
 ``__init__`` gives it the same names, each imported from its module on first use.
 
-A name that is also a submodule's (``choreo.load``, the function, in module
-``choreo.load``) stays the exported object when the submodule is imported later,
+A name that is also a submodule's (``choreo.authoring.load``, the function, in module
+``choreo.authoring.load``) stays the exported object when the submodule is imported later,
 as an eager ``from .load import load`` left it: the face's class keeps the import
 system from rebinding it to the module.
 """

@@ -3,7 +3,7 @@
 The Agent asks a Search tool and a Calculator concurrently — two threads of
 the Agent that share its store and its monitor — and then decides, from its
 causal past, whether it has what it needs to answer.  The answer is written
-by an LLM action (:mod:`choreo.llm`; the deterministic mock backend unless
+by an LLM action (:mod:`choreo.models.llm`; the deterministic mock backend unless
 ``CPL_LLM_BACKEND`` says otherwise), so runs replay exactly without a network.
 
     cpl show examples/parallel_tools.py --lifeline Agent
@@ -11,7 +11,7 @@ by an LLM action (:mod:`choreo.llm`; the deterministic mock backend unless
 """
 
 from choreo import Choreography
-from choreo.llm import llm
+from choreo.models import llm
 
 c = tools = Choreography("parallel_tools")
 Agent, Search, Calculator = c.lifelines("Agent", "Search", "Calculator")

@@ -27,7 +27,7 @@ def marked(path: Path, marker: str = "# <-") -> int:
 
 
 def cpl(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *map(str, args)],
                           capture_output=True, text=True, cwd=cwd)
 
 
@@ -35,7 +35,7 @@ def killed_simulation(trace: Path, size: int) -> None:
     """A simulated flagship run streaming to ``trace`` (.jsonl), killed (SIGKILL) once the
     trace holds ``size`` bytes (or after 30 s): a trace that a kill cut off."""
     process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "run", str(ROOT / "examples" / "code_review.py"),
+        [sys.executable, "-m", "cpl_cli", "run", str(ROOT / "examples" / "code_review.py"),
          "--sim", "--arg", "rounds=1000000", "--trace", str(trace)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30

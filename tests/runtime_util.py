@@ -26,20 +26,20 @@ import msgpack
 import zmq
 
 from choreo import load_one
-from choreo.drive import Driver, complete
-from choreo.fingerprint import fingerprint
-from choreo.plan import prepare
+from choreo.execution.drive import Driver, complete
+from choreo.execution.fingerprint import fingerprint
+from choreo.execution.plan import prepare
 from cpl.monitor import offline
 from cpl.semantics import reference
-from runtime import control
-from runtime.connection import Connection, Keys, KeyRing, authenticator, secure_client, \
+from runtime.frames import control
+from runtime.frames.ticket import Connection, Keys, KeyRing, authenticator, secure_client, \
     secure_server
-from runtime.wire import encode
+from runtime.frames.wire import encode
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 _installed = shutil.which("cpl")
-CPL = [_installed] if _installed else [sys.executable, "-m", "runtime.cli"]
+CPL = [_installed] if _installed else [sys.executable, "-m", "cpl_cli"]
 TAG = "CPL_TEST_TAG"
 
 
@@ -352,7 +352,7 @@ class LiveLifeline:
         return self.keys[name] if self.keys else None
 
     def order(self, message) -> None:
-        """Send the lifeline one ``runtime.control`` message, as its supervisor."""
+        """Send the lifeline one ``runtime.frames.control`` message, as its supervisor."""
         control.send(self.control, message, self.route)
 
     def _hear(self, wanted, timeout: float):

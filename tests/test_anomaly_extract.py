@@ -173,7 +173,7 @@ def test_random_convention_soup_never_crashes(steps):
 def test_real_traces_that_ignore_the_convention_give_nothing(tmp_path):
     assert extract(load_trace("examples/traces/fig2.json")).records == ()
     path = tmp_path / "review.json"
-    result = subprocess.run([sys.executable, "-m", "runtime.cli", "run", "examples/code_review.py",
+    result = subprocess.run([sys.executable, "-m", "cpl_cli", "run", "examples/code_review.py",
                              "--sim", "--seed", "3", "--trace", str(path)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr

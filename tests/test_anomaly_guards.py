@@ -338,7 +338,7 @@ def test_cpl_eval_rechecks_every_recorded_decision(tmp_path):
         trace = SCENARIOS[name](guarded)
         path = tmp_path / f"{name}-{guarded}.json"
         path.write_text(json.dumps(trace.to_dict()))
-        result = subprocess.run([sys.executable, "-m", "runtime.cli", "eval", str(path)],
+        result = subprocess.run([sys.executable, "-m", "cpl_cli", "eval", str(path)],
                                 capture_output=True, text=True, timeout=60)
         assert result.returncode == 0, (name, guarded, result.stdout + result.stderr)
         assert result.stdout.splitlines()[-1] == (

@@ -15,13 +15,13 @@ import textwrap
 import pytest
 
 from choreo import ChoreographyError, Choreography, load_one, validate
-from choreo.local import LAtomic, LChoose
-from choreo.machine import calls
-from choreo.plan import prepare
-from choreo.project import project
-from choreo.show import show
-from choreo.simulate import Simulator, simulate
-from choreo.status import DEADLOCK, OK
+from choreo.analysis.local import LAtomic, LChoose
+from choreo.execution.runner import calls
+from choreo.execution.plan import prepare
+from choreo.analysis.project import project
+from choreo.analysis.show import show
+from choreo.execution.simulate import Simulator, simulate
+from choreo.execution.status import DEADLOCK, OK
 from choreo_util import cpl, marked, write
 from cpl.trace import load_trace
 from runtime_util import check_messages, check_semantics, run_cpl

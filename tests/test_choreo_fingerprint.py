@@ -1,11 +1,11 @@
-"""``choreo.fingerprint``: two lifelines run the same plan only if their fingerprints agree."""
+"""``choreo.execution.fingerprint``: two lifelines run the same plan only if their fingerprints agree."""
 
 from __future__ import annotations
 
 import textwrap
 
 import choreo
-from choreo.fingerprint import fingerprint, sources
+from choreo.execution.fingerprint import fingerprint, sources
 
 SUB = """
 from choreo import Choreography

@@ -7,7 +7,7 @@ import pytest
 
 import choreo
 from choreo import Choreography
-from choreo.local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile
+from choreo.analysis.local import LAct, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile
 from choreo_util import cpl
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,11 +41,11 @@ def three(control="minimal"):
 
 
 def program(c, name):
-    return choreo.project(c).program(name).body
+    return choreo.analysis.project(c).program(name).body
 
 
 def decision(c):
-    (d,) = choreo.project(c).decisions
+    (d,) = choreo.analysis.project(c).decisions
     return d
 
 
@@ -151,7 +151,7 @@ def test_include_renames_lifelines_and_guards():
     c, (Boss, X, Z), v = three()
     c.include(sub, lifelines={"Asker": Boss, "Answerer": X})
     c.include(sub, lifelines={Asker: Boss, Answerer: Z})
-    report = choreo.validate(c)
+    report = choreo.analysis.validate(c)
     assert report.ok, report.render_errors()
     choose = program(c, "X")[1]
     assert choose.guard.canonical == "@Boss.q == q"

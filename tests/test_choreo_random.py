@@ -13,7 +13,7 @@ import pytest
 
 import choreo
 from choreo import Choreography
-from choreo.simulate import simulate
+from choreo.execution.simulate import simulate
 from cpl.semantics.reference import recheck
 from cpl.trace.files import dumps_trace, loads_trace
 
@@ -79,7 +79,7 @@ def test_valid_random_choreographies_run_to_the_end_and_recheck(control):
     valid = 0
     for seed in range(60):
         c = build(seed, control)
-        if not choreo.validate(c).ok:
+        if not choreo.analysis.validate(c).ok:
             continue
         valid += 1
         for run_seed in range(2):
@@ -93,5 +93,5 @@ def test_valid_random_choreographies_run_to_the_end_and_recheck(control):
 
 def test_minimal_control_makes_every_random_choreography_know_its_choices():
     for seed in range(60):
-        report = choreo.validate(build(seed, "minimal"))
+        report = choreo.analysis.validate(build(seed, "minimal"))
         assert "knowledge-of-choice" not in {e.kind for e in report.errors}

@@ -8,8 +8,8 @@ import pytest
 
 import choreo
 from choreo import Choreography, ChoreographyError
-from choreo.inputs import parse_args
-from choreo.simulate import Simulator, simulate
+from choreo.authoring.inputs import parse_args
+from choreo.execution.simulate import Simulator, simulate
 from choreo_util import cpl, marked, write
 from cpl.semantics.reference import recheck
 from cpl.trace.files import dumps_trace, loads_trace
@@ -150,7 +150,7 @@ def test_deadlock_names_the_waiting_lifelines():
     A, B = c.lifelines("A", "B")
     x = c.var("x", int, init=0)
     c.send(A, B, x, label="hello")
-    projection = choreo.project(c)
+    projection = choreo.analysis.project(c)
     broken = dict(projection.programs)
     broken["A"] = attrs.evolve(broken["A"], body=())  # A never sends
     projection = attrs.evolve(projection, programs=broken)

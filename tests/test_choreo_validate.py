@@ -19,7 +19,7 @@ def errors_of(tmp_path, body, control=None):
     prelude = PRELUDE if control is None else PRELUDE.replace(
         'Choreography("case")', f'Choreography("case", control="{control}")')
     path = write(tmp_path, prelude + body)
-    report = choreo.validate(choreo.load_one(str(path)))
+    report = choreo.analysis.validate(choreo.load_one(str(path)))
     return path, list(report.errors)
 
 
@@ -299,7 +299,7 @@ c.send(A, B, x)  # <-
 
 @pytest.mark.parametrize("example", ["code_review", "relay", "parallel_tools"])
 def test_examples_validate(example):
-    report = choreo.validate(choreo.load_one(f"examples/{example}.py"))
+    report = choreo.analysis.validate(choreo.load_one(f"examples/{example}.py"))
     assert report.ok, report.render_errors()
 
 

@@ -14,7 +14,7 @@ COMMITTER_GUARD = ("@TestRunner.candidate == candidate && @Security.candidate ==
 
 
 def cpl(*args, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *args], capture_output=True,
                           text=True, timeout=60, **kwargs)
 
 

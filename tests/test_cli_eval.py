@@ -13,7 +13,7 @@ GUARD = "@TestRunner(status != failed S status == passed)"
 
 
 def cpl(*args):
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *args], capture_output=True,
                           text=True, timeout=60)
 
 

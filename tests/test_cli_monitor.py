@@ -10,7 +10,7 @@ GUARD = "@TestRunner(status != failed S status == passed) && @TestRunner.candida
 
 
 def cpl(*args) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *args], capture_output=True,
                           text=True, timeout=60)
 
 

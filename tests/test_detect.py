@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from choreo import load_one
-from choreo.explore import ERROR, explore_file, schedule_of
-from choreo.plan import prepare
-from choreo.simulate import Simulator
-from choreo.user_detectors import DetectorError, UserDetector, load_detector, user_detectors
+from choreo.exploration.explore import ERROR, explore_file, schedule_of
+from choreo.execution.plan import prepare
+from choreo.execution.simulate import Simulator
+from choreo.exploration.user_detectors import DetectorError, UserDetector, load_detector, user_detectors
 from choreo_util import cpl
 from cpl.trace import load_trace
 
@@ -249,7 +249,7 @@ def test_names_collide_with_the_catalog_take_the_spec(tmp_path):
 
 @pytest.mark.parametrize("name", ["unguarded", "guarded"])
 def test_the_example_validates_and_every_decision_rechecks(name):
-    from choreo import validate
+    from choreo.analysis import validate
     from cpl.semantics.reference import recheck
     from cpl.trace.files import dumps_trace, loads_trace
     choreography = load_one(str(EXAMPLE), name)
@@ -313,7 +313,7 @@ def test_every_catalog_witness_says_which_of_its_fields_is_where_it_happened():
     import attrs
 
     from cpl.anomalies import detectors
-    from runtime.cli.detect import _WHERE
+    from cpl_cli.detect import _WHERE
     witnesses = {name: cls for name, cls in vars(detectors).items()
                  if attrs.has(cls) and cls.__module__ == detectors.__name__}
     assert set(witnesses) == set(_WHERE), (set(witnesses), set(_WHERE))

@@ -105,7 +105,7 @@ def _running(pid: int) -> bool:
 def cpl(*args, cwd=None):
     started = time.monotonic()
     try:
-        result = subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, args)],
+        result = subprocess.run([sys.executable, "-m", "cpl_cli", *map(str, args)],
                                 capture_output=True, text=True, cwd=cwd, timeout=BOUND)
     except subprocess.TimeoutExpired:
         pytest.fail(f"cpl {' '.join(map(str, args[:1]))} still ran after {BOUND} s")
@@ -178,7 +178,7 @@ def test_a_detector_timeout_that_is_no_deadline_is_a_usage_error(bad, value):
 
 
 def test_the_library_runs_them_the_same_way(bad):
-    from choreo.user_detectors import DetectorFailed, user_detectors
+    from choreo.exploration.user_detectors import DetectorFailed, user_detectors
     from cpl.trace import load_trace
     own = user_detectors([f"{bad}:exits", f"{bad}:fine"], timeout=5)
     trace = load_trace(FIG2)

@@ -1,4 +1,4 @@
-"""The one loop every driver of a Runner shares (``choreo.drive``), on its own.
+"""The one loop every driver of a Runner shares (``choreo.execution.drive``), on its own.
 
 The simulator, the lifeline process and the test harness are its users and
 their tests cover it end to end; these pin down the parts a driver chooses:
@@ -16,10 +16,10 @@ import time
 import pytest
 
 from choreo import Choreography
-from choreo.actions import Background
-from choreo.drive import Driver, complete
-from choreo.plan import prepare
-from choreo.status import RunFailure
+from choreo.execution.actions import Background
+from choreo.execution.drive import Driver, complete
+from choreo.execution.plan import prepare
+from choreo.execution.status import RunFailure
 
 
 def first(options):

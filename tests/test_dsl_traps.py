@@ -15,7 +15,7 @@ x = c.var("x", int, init=0)
 def load_error(tmp_path, body):
     path = write(tmp_path, PRELUDE + body)
     with pytest.raises(choreo.ChoreographyError) as caught:
-        choreo.validate(choreo.load_one(str(path)))
+        choreo.analysis.validate(choreo.load_one(str(path)))
     error = caught.value
     assert error.kind == "never-entered", error.render()
     assert error.where.path == str(path) and error.where.line == marked(path), error.render()
@@ -85,7 +85,7 @@ with block:
     c.set(A, x=1)
 c.send(A, B, x)
 """)
-    report = choreo.validate(choreo.load_one(str(path)))
+    report = choreo.analysis.validate(choreo.load_one(str(path)))
     assert report.ok, report.render_errors()
     assert len(report.choreography.body) == 2
 

@@ -338,7 +338,7 @@ def test_the_example_runs_and_its_merged_trace_rechecks(tmp_path):
     assert re.findall(r"^\S.*?: (\d{3}) ", story, re.MULTILINE) == ["403", "401", "200", "403", "200"]
     assert sorted(path.name for path in logs.iterdir()) == [
         "Author.jsonl", "Deployer.jsonl", "Reviewer.jsonl"]
-    cpl = [sys.executable, "-m", "runtime.cli"]
+    cpl = [sys.executable, "-m", "cpl_cli"]
     run([*cpl, "merge", str(logs), "-o", str(trace)], environment)
     verdict = run([*cpl, "eval", str(trace)], environment)
     assert verdict.splitlines()[-1] == "3 decisions re-checked: all agree"
@@ -384,7 +384,7 @@ def test_the_examples_guard_holds_for_every_just_reviewed_deploy_of_20_clients(t
                        for a in client_answers]
     assert Counter(answers) == Counter({("reviewed", 200): CLIENTS * ROUNDS,
                                         ("unreviewed", 403): CLIENTS})
-    cpl = [sys.executable, "-m", "runtime.cli"]
+    cpl = [sys.executable, "-m", "cpl_cli"]
     run([*cpl, "merge", str(logs), "-o", str(tmp_path / "t.jsonl")], dict(os.environ))
     verdict = run([*cpl, "eval", str(tmp_path / "t.jsonl")], dict(os.environ))
     assert verdict.splitlines()[-1] == f"{CLIENTS * (ROUNDS + 1)} decisions re-checked: all agree"

@@ -23,7 +23,7 @@ from langgraph.graph import END, START, StateGraph  # noqa: E402
 from causal_guards.langgraph import (GraphGuards, Tokens, family, family_guards,  # noqa: E402
                                      member_label, merge_tokens)
 from cpl.live import KeyRing, System, refusals_of  # noqa: E402
-from runtime.cli import main as cli_main  # noqa: E402
+from cpl_cli import main as cli_main  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "examples" / "embedding"))

@@ -299,7 +299,7 @@ def test_a_bad_reply_token_is_recorded_as_refused_by_the_caller(tmp_path):
 
 
 def cpl(*arguments, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, arguments)], cwd=cwd,
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *map(str, arguments)], cwd=cwd,
                           capture_output=True, text=True, timeout=60,
                           env={**os.environ, "PYTHONPATH": ROOT})
 

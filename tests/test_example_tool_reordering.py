@@ -14,8 +14,8 @@ import json
 import pytest
 
 from choreo import load_one
-from choreo.explore import schedule_of
-from choreo.simulate import Simulator
+from choreo.exploration.explore import schedule_of
+from choreo.execution.simulate import Simulator
 from choreo_util import cpl
 from cpl.anomalies import detect, guards
 from cpl.trace import load_trace

@@ -1,4 +1,4 @@
-"""``cpl explore`` and ``choreo.explore``: many seeded runs, tabulated.
+"""``cpl explore`` and ``choreo.exploration.explore``: many seeded runs, tabulated.
 
 The totals are checked against what the runs' own traces say, for one and
 two worker processes (forked and spawned); the prevention twins show an
@@ -19,15 +19,15 @@ from pathlib import Path
 import pytest
 
 from choreo import load_one
-from choreo.explore import COUNTERS, DEFAULT_MAX_STEPS, PARALLEL_FROM, explore, \
+from choreo.exploration.explore import COUNTERS, DEFAULT_MAX_STEPS, PARALLEL_FROM, explore, \
     explore_file, schedule_of
-from choreo.plan import prepare
-from choreo.schedules import MIXED, SCHEDULES
-from choreo.simulate import Simulator
+from choreo.execution.plan import prepare
+from choreo.execution.schedules import MIXED, SCHEDULES
+from choreo.execution.simulate import Simulator
 from choreo_util import cpl, write
 from cpl.anomalies import detect
 from cpl.trace import load_trace
-from runtime.cli import build_parser, explore as cli_explore
+from cpl_cli import build_parser, explore as cli_explore
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = str(ROOT / "examples" / "code_review.py")
@@ -266,7 +266,7 @@ def test_a_terminal_sees_the_progress_on_standard_error_and_stdout_stays_json():
     import pty
     controller, terminal = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "explore", REVIEW, "--runs", "300",
+        [sys.executable, "-m", "cpl_cli", "explore", REVIEW, "--runs", "300",
          "--workers", "1", "--format", "json", "--no-detectors"],
         stdout=subprocess.PIPE, stderr=terminal, text=True)
     os.close(terminal)
@@ -311,7 +311,7 @@ def test_a_missing_file_exits_2():
 @pytest.mark.parametrize("workers", [1, 2])
 def test_ctrl_c_exits_130_and_leaves_no_worker(workers):
     process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "explore", REVIEW, "--runs", "10000000",
+        [sys.executable, "-m", "cpl_cli", "explore", REVIEW, "--runs", "10000000",
          "--workers", str(workers), "--no-detectors"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     wanted = workers if workers > 1 else 0  # one worker: the runs are in the process itself
@@ -338,7 +338,7 @@ def test_ctrl_c_exits_130_and_leaves_no_worker(workers):
 
 def test_a_killed_worker_is_an_error_not_a_hang(tmp_path):
     process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "explore", REVIEW, "--runs", "10000000",
+        [sys.executable, "-m", "cpl_cli", "explore", REVIEW, "--runs", "10000000",
          "--workers", "2", "--no-detectors"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

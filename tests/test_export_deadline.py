@@ -86,7 +86,7 @@ def test_cpl_export_against_a_trickling_collector_exits_1_in_time(trickling, tmp
                      '[{"id": "a", "lifeline": "A", "kind": "act"}]}', encoding="utf-8")
     started = time.monotonic()
     try:
-        result = subprocess.run([sys.executable, "-m", "runtime.cli", "export", str(trace),
+        result = subprocess.run([sys.executable, "-m", "cpl_cli", "export", str(trace),
                                  "--endpoint", trickling, "--timeout", "1"],
                                 capture_output=True, text=True, timeout=20, cwd=ROOT)
     except subprocess.TimeoutExpired:

@@ -266,7 +266,7 @@ def test_usage_errors_exit_2(review, argv, words):
 
 
 def test_without_the_otel_extra_it_says_what_to_install(review, tmp_path):
-    blocked = ("import sys; sys.modules['opentelemetry'] = None; from runtime.cli import main; "
+    blocked = ("import sys; sys.modules['opentelemetry'] = None; from cpl_cli import main; "
                "sys.exit(main(sys.argv[1:]))")
     result = subprocess.run([sys.executable, "-c", blocked, "export", str(review), "--otlp",
                              str(tmp_path / "o.json")], capture_output=True, text=True)
@@ -362,7 +362,7 @@ def test_batches_hold_every_span_once_and_link_across_batches(review):
 
 
 def test_a_disabled_sdk_is_said_not_exported_empty(review, tmp_path):
-    result = subprocess.run([sys.executable, "-m", "runtime.cli", "export", str(review),
+    result = subprocess.run([sys.executable, "-m", "cpl_cli", "export", str(review),
                              "--otlp", str(tmp_path / "o.json")], capture_output=True, text=True,
                             env={**os.environ, "OTEL_SDK_DISABLED": "true"})
     assert result.returncode == 2 and "OTEL_SDK_DISABLED" in result.stderr, result.stderr

@@ -78,7 +78,7 @@ def test_generic_past_over_many_lifelines_nested_twelve_deep():
 
 def test_cpl_check_json_of_nested_past_is_small_and_quick():
     start = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "runtime.cli", "check", nested("P ", 14) + " && @A(y)",
+    result = subprocess.run([sys.executable, "-m", "cpl_cli", "check", nested("P ", 14) + " && @A(y)",
                              "--format", "json"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - start < LIMIT_SECONDS + 3  # interpreter start included
@@ -103,7 +103,7 @@ def test_formulas_deeper_than_the_recursion_limit_compile():
 
 def test_eval_of_a_deep_guard_on_a_trace_with_both_engines():
     guard = "P H " * 49 + "status == passed"  # 300 primitive levels, shared
-    outputs = [subprocess.run([sys.executable, "-m", "runtime.cli", "eval",
+    outputs = [subprocess.run([sys.executable, "-m", "cpl_cli", "eval",
                                "examples/traces/fig2.json", guard, "--format", "jsonl",
                                "--engine", engine], capture_output=True, text=True, timeout=60)
                for engine in ("monitor", "reference")]

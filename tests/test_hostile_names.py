@@ -114,7 +114,7 @@ def test_offline_evaluation_over_hostile_lifelines_and_string_values(canary):
 
 
 def cpl_command(*args, cwd=None):
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *args], capture_output=True,
                           text=True, timeout=60, cwd=cwd)
 
 
@@ -250,7 +250,7 @@ PNG = ("render", "-o", "OUT.png")
 
 
 def _cpl(capsys, tmp_path, trace_path, command) -> tuple[int, str, str]:
-    from runtime.cli import main
+    from cpl_cli import main
     args = [command[0], str(trace_path),
             *(str(tmp_path / a) if a.startswith("OUT") else a for a in command[1:])]
     capsys.readouterr()
@@ -346,7 +346,7 @@ def test_hostile_traces_through_png(capsys, tmp_path, form):
 @pytest.mark.parametrize("guard", ['x == "a\\u0000\\u001b[2J"', 'x == "\\ud800"',
                                    'x == "\udcff"', "x == " + "9" * 401, "x\x00", "x\x1b"])
 def test_cpl_check_shows_hostile_guards_escaped(capsys, guard):
-    from runtime.cli import main
+    from cpl_cli import main
     for form in ("text", "json"):
         code = main(["check", guard, "--format", form])
         out, err = capsys.readouterr()
@@ -356,7 +356,7 @@ def test_cpl_check_shows_hostile_guards_escaped(capsys, guard):
 
 
 def test_cpl_show_escapes_control_characters_in_labels(capsys, tmp_path):
-    from runtime.cli import main
+    from cpl_cli import main
     path = tmp_path / "choreo.py"
     path.write_text("from choreo import Choreography\n"
                     "c = Choreography('h')\n"

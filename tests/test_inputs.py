@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from choreo import ChoreographyError, Choreography
-from choreo.inputs import MAX_DEPTH, parse_args
+from choreo.authoring.inputs import MAX_DEPTH, parse_args
 from choreo_util import cpl, write
 
 
@@ -103,7 +103,7 @@ c.send(A, B, x)
     ("/proc/t.jsonl", "--trace: /proc/t.jsonl: cannot write the trace: the directory '/proc' "
                       "is not writable (No such file or directory)"),  # found by opening it
     ("/nonexistent/t.jsonl", "--trace /nonexistent/t.jsonl: the directory '/nonexistent' does "
-                             "not exist"),  # found by looking at it (runtime.cli.outputs)
+                             "not exist"),  # found by looking at it (cpl_cli.outputs)
     ("/etc/hostname/t.jsonl", "--trace /etc/hostname/t.jsonl: '/etc/hostname' is not a "
                               "directory"),
     (".", "--trace .: it is a directory; name a file in it"),
@@ -115,7 +115,7 @@ def test_an_unusable_trace_path_says_what_is_wrong_with_it(tmp_path, target, exp
 
 
 def test_render_says_why_it_cannot_write_its_output(tmp_path):
-    """Before the picture is drawn: a usage error (runtime.cli.outputs)."""
+    """Before the picture is drawn: a usage error (cpl_cli.outputs)."""
     trace = tmp_path / "t.json"
     assert cpl("run", _relay(tmp_path), "--sim", "--trace", trace).returncode == 0
     result = cpl("render", trace, "-o", "/proc/t.dot")
@@ -164,7 +164,7 @@ def test_a_hosts_file_that_is_no_file_or_too_long_is_refused_at_once(tmp_path):
     long.write_text(" " * (2**20 + 1))
     for path, expected in ((fifo, "is not a regular file"), (zero, "is not a regular file"),
                            (long, "is longer than 1 MiB")):
-        result = subprocess.run([sys.executable, "-m", "runtime.cli", "run", _relay(tmp_path),
+        result = subprocess.run([sys.executable, "-m", "cpl_cli", "run", _relay(tmp_path),
                                  "--hosts", path], capture_output=True, text=True, timeout=30)
         assert result.returncode == 2
         assert result.stderr == f"cpl run: --hosts: {path} {expected}\n"
@@ -203,7 +203,7 @@ A, B = c.lifelines("A", "B")
 seen = c.input("seen", str, at=A)
 c.send(A, B, seen)
 """)
-    result = subprocess.run([sys.executable, "-m", "runtime.cli", "run", path, "--sim",
+    result = subprocess.run([sys.executable, "-m", "cpl_cli", "run", path, "--sim",
                              "--arg", b"seen=\xed\xa0\x80"], capture_output=True,
                             text=True, timeout=30)
     assert result.returncode == 2, result.stderr
@@ -221,7 +221,7 @@ def test_schema_and_connection_files_are_regular_and_bounded(tmp_path, command):
         handle.truncate((16 << 20) + 1)
     long.chmod(0o600)
     for path, expected in ((fifo, "regular file"), (zero, "regular file"), (long, "16 MiB")):
-        result = subprocess.run([sys.executable, "-m", "runtime.cli", *command, path],
+        result = subprocess.run([sys.executable, "-m", "cpl_cli", *command, path],
                                 capture_output=True, text=True, timeout=30)
         assert result.returncode == 2, result.stderr
         assert expected in result.stderr and "Traceback" not in result.stderr

@@ -63,7 +63,7 @@ def _measured(argv: list[str], cwd: Path) -> tuple[int, str, float, int]:
     errors = cwd / "stderr.txt"
     started = time.monotonic()
     with open(errors, "w", encoding="utf-8") as sink:
-        process = subprocess.Popen([sys.executable, "-m", "runtime.cli", *argv], cwd=cwd,
+        process = subprocess.Popen([sys.executable, "-m", "cpl_cli", *argv], cwd=cwd,
                                    stdout=subprocess.DEVNULL, stderr=sink)
     while True:  # wait4: this child's own peak memory, not the largest child's so far
         pid, status, usage = os.wait4(process.pid, os.WNOHANG)
@@ -101,7 +101,7 @@ def test_a_trace_with_as_many_lifelines_as_the_cap_still_evaluates(tmp_path):
     path = tmp_path / "cap.json"
     path.write_text(json.dumps({"format": "cpl-msc/1", "lifelines": _names(MOST_LIFELINES),
                                 "events": EVENTS}))
-    result = subprocess.run([sys.executable, "-m", "runtime.cli", "eval", str(path)],
+    result = subprocess.run([sys.executable, "-m", "cpl_cli", "eval", str(path)],
                             capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "1 decision re-checked: all agree" in result.stdout

@@ -27,7 +27,7 @@ def run(*args, cwd):
 
 
 def cpl(*args, cwd):
-    return run("-m", "runtime.cli", *args, cwd=cwd)
+    return run("-m", "cpl_cli", *args, cwd=cwd)
 
 
 def system(**kwargs) -> System:

@@ -48,7 +48,7 @@ def events_of(path: Path) -> list[dict]:
 
 
 def cpl(*args, cwd) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *map(str, args)],
                           capture_output=True, text=True, timeout=60, cwd=cwd)
 
 

@@ -180,13 +180,13 @@ def test_cpl_merge_and_cpl_eval_agree_with_every_decision(system, data):
         logs, trace = os.path.join(folder, "logs"), os.path.join(folder, "trace.jsonl")
         run = drive(system, data, logs)
         env = {**os.environ, "PYTHONPATH": ROOT}
-        merge = subprocess.run([sys.executable, "-m", "runtime.cli", "merge", logs, "-o", trace],
+        merge = subprocess.run([sys.executable, "-m", "cpl_cli", "merge", logs, "-o", trace],
                                capture_output=True, text=True, env=env, timeout=60)
         assert merge.returncode == 0, merge.stderr
         assert f"{len(run.pending):,} message" in merge.stdout
         lines = {}
         for engine in ("monitor", "reference"):  # cpl eval re-checks, both ways
-            result = subprocess.run([sys.executable, "-m", "runtime.cli", "eval", trace,
+            result = subprocess.run([sys.executable, "-m", "cpl_cli", "eval", trace,
                                      "--format", "jsonl", "--engine", engine],
                                     capture_output=True, text=True, env=env, timeout=60)
             assert result.returncode == 0, result.stdout + result.stderr

@@ -16,9 +16,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from choreo.llm import (LLMAction, LLMError, MockBackend, backend_names, llm, make_backend,
+from choreo.models.llm import (LLMAction, LLMError, MockBackend, backend_names, llm, make_backend,
                         match_choice, parse_json_reply, register_backend)
-from choreo.llm_openai import OpenAIBackend
+from choreo.models.llm_openai import OpenAIBackend
 
 ENV = ("CPL_LLM_BACKEND", "CPL_LLM_BASE_URL", "CPL_LLM_MODEL", "CPL_LLM_API_KEY",
        "OPENAI_BASE_URL", "OPENAI_API_KEY")

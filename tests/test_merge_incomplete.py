@@ -21,7 +21,7 @@ import pytest
 
 from cpl.live import System
 from cpl.trace import load_trace
-from runtime.cli import main
+from cpl_cli import main
 from runtime_util import CPL, ROOT, tagged_env
 
 MERGE = "@TestRunner(status != failed S status == passed)"
@@ -245,8 +245,8 @@ def test_a_run_whose_last_merge_cannot_place_a_receive_ends_incomplete_and_keeps
     receive it reads is made to name a message nobody sent, as a damaged log would) ends
     the run ``incomplete`` (exit 1) whatever its own end, which the trace keeps; the parts
     stay, holding what the trace lacks, and ``cpl merge`` of them says the same."""
-    import runtime.following as following
-    from runtime.cli import main
+    import runtime.supervisor.following as following
+    from cpl_cli import main
 
     class Damaged(following.LogTail):
         forged: list = []

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def cpl(*args, cwd, umask=None):
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *map(str, args)],
                           capture_output=True, text=True, timeout=120, cwd=cwd,
                           preexec_fn=None if umask is None else lambda: os.umask(umask))
 
@@ -94,7 +94,7 @@ def test_a_log_beside_other_files_names_the_logs_to_merge(tmp_path):
 def parts(folder: Path) -> None:
     """A run's parts folder as ``cpl run --trace`` leaves it when its trace is not whole:
     ``run.json`` and a log per lifeline (empty: a run stopped before its first event)."""
-    from runtime.parts import Parts, log_of
+    from runtime.supervisor.parts import Parts, log_of
     folder.mkdir()
     Parts(str(folder), {"lifelines": ["Builder", "Tester"]}, {"status": "ok"}).keep()
     for index in range(2):
@@ -265,7 +265,7 @@ def test_an_action_that_raises_shows_the_users_frames_and_an_event_the_trace_hol
     (tmp_path / "checks.py").write_text(CHECKS)
     env = {k: v for k, v in os.environ.items() if k != "CPL_DEBUG"}
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), env.get("PYTHONPATH", "")])
-    ran = subprocess.run([sys.executable, "-m", "runtime.cli", "run", "pipeline.py",
+    ran = subprocess.run([sys.executable, "-m", "cpl_cli", "run", "pipeline.py",
                           "--trace", "t.jsonl", *([mode] if mode == "--sim" else [])],
                          capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
     assert ran.returncode == 1
@@ -296,7 +296,7 @@ def test_a_lifeline_that_fails_before_its_first_event_says_so(tmp_path):
 
 
 def test_a_deep_traceback_keeps_its_innermost_frames_and_a_recursion_is_one_line():
-    from choreo.actions import MOST_FRAMES, user_traceback
+    from choreo.execution.actions import MOST_FRAMES, user_traceback
     namespace: dict = {}
     exec("def f0():\n    raise ValueError('deep')\n" + "".join(
         f"def f{k}():\n    return f{k - 1}()\n" for k in range(1, 30)), namespace)

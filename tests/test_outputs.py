@@ -23,8 +23,8 @@ import pytest
 
 from cpl.errors import TraceError
 from cpl.live import System
-from runtime.cli.outputs import Output
-from runtime.cli.usage import UsageError
+from cpl_cli.outputs import Output
+from cpl_cli.usage import UsageError
 
 ROOT = Path(__file__).resolve().parent.parent
 FIG2 = ROOT / "examples" / "traces" / "fig2.json"
@@ -33,7 +33,7 @@ NULL, FULL = (1, 3), (1, 7)
 
 
 def cpl(*args, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *map(str, args)],
                           capture_output=True, cwd=cwd, timeout=60)
 
 

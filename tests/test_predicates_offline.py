@@ -20,8 +20,8 @@ from cpl.trace import Event, Trace, load_trace
 from cpl.lang import Schema
 from cpl.lang.spelling import one_edit_apart
 from cpl.trace.files import dumps_trace, loads_trace
-from runtime.cli.predicates import load_predicates
-from runtime.cli.usage import UsageError
+from cpl_cli.predicates import load_predicates
+from cpl_cli.usage import UsageError
 
 from choreo_util import cpl as run_cpl, write
 

@@ -1,5 +1,5 @@
 """The watcher that ends a Ray ``cpl run`` started, once ``cpl run`` is gone
-(``runtime.ray_reaper``), without Ray: a driver that starts it and stand-ins for
+(``runtime.supervisor.ray_reaper``), without Ray: a driver that starts it and stand-ins for
 Ray's processes (holding a file in the folder, or working in it, each in a process
 group of its own in the driver's session, as Ray's workers are), and one of another
 session working there too (someone reading the logs), then the driver killed with -9
@@ -18,7 +18,7 @@ from runtime_util import ROOT, wait_until
 
 DRIVER = textwrap.dedent("""
     import subprocess, sys, time
-    from runtime.ray_reaper import Reaper
+    from runtime.supervisor.ray_reaper import Reaper
     folder = sys.argv[1]
     reaper = Reaper(folder)
     open(folder + "/driver.log", "w")  # the driver holds a file there too (Ray's does)

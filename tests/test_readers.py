@@ -103,7 +103,7 @@ def test_a_stream_explains_what_the_loaded_trace_explains(small, kept, monkeypat
 
 def _peak_mib(*arguments: str) -> float:
     """Peak RSS (MiB) of one ``cpl`` child, from its own ``wait4``."""
-    child = subprocess.Popen([sys.executable, "-m", "runtime.cli", *arguments], cwd=ROOT,
+    child = subprocess.Popen([sys.executable, "-m", "cpl_cli", *arguments], cwd=ROOT,
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                              env=dict(os.environ, PYTHONPATH=str(ROOT)))
     _, status, usage = os.wait4(child.pid, 0)

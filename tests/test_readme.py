@@ -90,7 +90,7 @@ def scratch_folder(folder: Path) -> Path:
     shims = folder / ".bin"
     shims.mkdir()
     cpl = shims / "cpl"
-    cpl.write_text(f"#!/bin/sh\nexec {sys.executable} -m runtime.cli \"$@\"\n")
+    cpl.write_text(f"#!/bin/sh\nexec {sys.executable} -m cpl_cli \"$@\"\n")
     cpl.chmod(0o755)
     return folder
 

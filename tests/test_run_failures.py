@@ -16,7 +16,7 @@ import time
 import pytest
 
 import choreo
-from choreo.simulate import Simulator
+from choreo.execution.simulate import Simulator
 from choreo_util import cpl, killed_simulation, write
 from cpl.trace import load_trace
 
@@ -101,7 +101,7 @@ with c.while_("true", at=A, label="again?"):
     c.send(A, B, n)
 """)
     trace = tmp_path / "forever.jsonl"
-    command = [sys.executable, "-m", "runtime.cli", "run", str(path), "--sim", "--trace",
+    command = [sys.executable, "-m", "cpl_cli", "run", str(path), "--sim", "--trace",
                str(trace), "--timeout", "4"]
     peak = subprocess.run(  # peak RSS of the command alone, from a fresh parent
         [sys.executable, "-c", "import resource, subprocess, sys; "
@@ -119,7 +119,7 @@ with c.while_("true", at=A, label="again?"):
 def test_ctrl_c_stops_the_run_and_the_trace_says_interrupted(tmp_path, signum):
     trace = tmp_path / "long.jsonl"
     process = subprocess.Popen(
-        [sys.executable, "-m", "runtime.cli", "run", str(ROOT / "examples" / "code_review.py"),
+        [sys.executable, "-m", "cpl_cli", "run", str(ROOT / "examples" / "code_review.py"),
          "--sim", "--arg", "rounds=1000000", "--trace", str(trace)],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 30

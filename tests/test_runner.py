@@ -19,9 +19,9 @@ import pytest
 import cpl
 from cpl.trace import Clocks
 from choreo import Choreography
-from choreo.machine import Runner
-from choreo.plan import prepare
-from choreo.simulate import Simulator, simulate
+from choreo.execution.runner import Runner
+from choreo.execution.plan import prepare
+from choreo.execution.simulate import Simulator, simulate
 
 
 def two_messages():

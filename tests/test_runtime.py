@@ -257,7 +257,7 @@ def test_a_value_too_large_for_the_wire_fails_the_run_at_its_sender(tmp_path):
 def test_a_lifeline_waiting_long_for_a_slow_action_elsewhere_is_not_taken_for_dead(tmp_path):
     """B waits for A, whose action (an LLM call, say) takes longer than the lifelines'
     SUPERVISOR_SILENCE; the supervisor is alive all along, so B must wait, not leave."""
-    from runtime.control import SUPERVISOR_SILENCE
+    from runtime.frames.control import SUPERVISOR_SILENCE
     choreography = _write(tmp_path, "slow", f"""
         import time
         c = slow = Choreography("slow")

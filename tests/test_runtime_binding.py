@@ -19,10 +19,10 @@ import time
 import zmq
 
 from choreo import load_one
-from choreo.fingerprint import fingerprint
+from choreo.execution.fingerprint import fingerprint
 from cpl.trace import load_trace
-from runtime import control
-from runtime.connection import Connection, secure_client
+from runtime.frames import control
+from runtime.frames.ticket import Connection, secure_client
 from runtime_util import (EXAMPLES, Cpl, check_messages, check_results, check_semantics, run_cpl,
                           wait_until)
 

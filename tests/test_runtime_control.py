@@ -1,4 +1,4 @@
-"""``runtime.control``: the control messages, their one decoder against hostile frames, the
+"""``runtime.frames.control``: the control messages, their one decoder against hostile frames, the
 binding of a frame to the key that signed it, and Mattern's counting rule."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 import zmq
 from hypothesis import given, strategies as st
 
-from runtime import control
-from runtime.connection import Keys, KeyRing, authenticator, secure_client, secure_server
-from runtime.control import (FROM_LIFELINE, FROM_SUPERVISOR, Beat, Hello, Log, Probe, Refused,
+from runtime.frames import control
+from runtime.frames.ticket import Keys, KeyRing, authenticator, secure_client, secure_server
+from runtime.frames.control import (FROM_LIFELINE, FROM_SUPERVISOR, Beat, Hello, Log, Probe, Refused,
                              Start, State, Stop, decode, encode)
 from strategies import msgpack_values
 

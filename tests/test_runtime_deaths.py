@@ -19,7 +19,7 @@ import pytest
 
 from choreo_util import write
 from cpl.trace import load_trace
-from runtime.control import BEAT
+from runtime.frames.control import BEAT
 from runtime_util import Cpl, lifeline_processes, wait_until
 from test_runtime_lock import GATED
 

@@ -13,8 +13,8 @@ import zmq
 
 from cpl.trace import read_log
 from cpl.trace.msc import Event
-from runtime.eventlog import EventLog
-from runtime.outgoing import LATE, Outgoing
+from runtime.lifeline.eventlog import EventLog
+from runtime.lifeline.outgoing import LATE, Outgoing
 
 
 def _event(index: int, text: str = "x") -> Event:

@@ -3,7 +3,7 @@
 The test is B's supervisor (a ROUTER with the supervisor's CURVE keys and a
 ZAP handler that names each lifeline by its key) and B's peers A and C (PUSH
 sockets to B's inbox with their keys).  Valid frames come from real Runners
-of A and C driven here and ``runtime.wire.encode``; hostile ones are those
+of A and C driven here and ``runtime.frames.wire.encode``; hostile ones are those
 frames with one field broken, or no frame at all.  What B does is read from
 its ``state`` reports (answers to probes: ``received``, ``taken``, the
 ``rejected`` counts by reason) and from its event log, which must be exactly
@@ -23,9 +23,9 @@ import msgpack
 import pytest
 from hypothesis import given, strategies as st
 
-from runtime.connection import Keys
-from runtime.lifeline import REFUSALS_SHOWN
-from runtime.wire import MAX_FRAME, VERSION
+from runtime.frames.ticket import Keys
+from runtime.lifeline.process import REFUSALS_SHOWN
+from runtime.frames.wire import MAX_FRAME, VERSION
 from strategies import msgpack_values
 from runtime_util import FIELDS, LiveLifeline, drive_until_send, frame, reference_events
 
@@ -303,8 +303,8 @@ def test_a_second_frame_for_a_message_already_waiting_is_counted(live):
 def _prepared():
     """The choreography above, prepared once; A's three messages and C's one."""
     from choreo import load_one
-    from choreo.local import expected_messages
-    from choreo.plan import prepare
+    from choreo.analysis.local import expected_messages
+    from choreo.execution.plan import prepare
 
     path = Path(tempfile.mkdtemp(prefix="cpl-hostile-")) / "hostile.py"
     path.write_text(SOURCE)
@@ -317,7 +317,7 @@ def _prepared():
 
 def _inbound(tmp_path=None):
     """A fresh ``Inbound`` of B for the choreography above, and A's and C's messages."""
-    from runtime.wire import Inbound
+    from runtime.frames.wire import Inbound
     plan, expects, messages = _prepared()
     return Inbound("run", "B", plan.lifelines, expects, plan.monitors.carried,
                    plan.monitors.shape), messages
@@ -325,7 +325,7 @@ def _inbound(tmp_path=None):
 
 def test_a_clock_claiming_more_of_my_events_than_i_took_is_refused_when_i_am_carried():
     from cpl.monitor import Metadata
-    from runtime.wire import FrameRejected, Inbound
+    from runtime.frames.wire import FrameRejected, Inbound
     plan, expects, messages = _prepared()
     inbound = Inbound("run", "B", plan.lifelines, expects, ("A", "B"))  # as if a guard read B
     first = messages[0]
@@ -342,7 +342,7 @@ def _encoded(message, **changes) -> bytes:
 
 
 def test_a_key_that_cannot_be_hashed_is_refused_not_raised(tmp_path):
-    from runtime.wire import FrameRejected
+    from runtime.frames.wire import FrameRejected
     inbound, (first, *_) = _inbound(tmp_path)
     for kind in (["m"], {"m": 1}):
         with pytest.raises(FrameRejected):
@@ -352,7 +352,7 @@ def test_a_key_that_cannot_be_hashed_is_refused_not_raised(tmp_path):
 
 
 def test_an_impostor_is_refused_before_it_uses_up_anything_of_the_lifeline_it_claims(tmp_path):
-    from runtime.wire import FrameRejected
+    from runtime.frames.wire import FrameRejected
     inbound, (first, second, third, from_c) = _inbound(tmp_path)
     with pytest.raises(FrameRejected, match="impostor"):
         inbound.check(_encoded(from_c, seq=1 << 40), 0, signer="A")
@@ -366,7 +366,7 @@ def test_an_impostor_is_refused_before_it_uses_up_anything_of_the_lifeline_it_cl
 
 @given(data=st.data())
 def test_any_frame_is_taken_or_refused_by_reason_never_raises_anything_else(data):
-    from runtime.wire import FrameRejected
+    from runtime.frames.wire import FrameRejected
     inbound, messages = _inbound()
     message = data.draw(st.sampled_from(messages))
     broken = data.draw(st.sets(st.sampled_from(FIELDS), max_size=3))
@@ -406,7 +406,7 @@ def test_insecure_lifeline_takes_plain_frames_and_still_checks_them(tmp_path):
 def test_the_sender_refuses_a_frame_no_receiver_would_take():
     """ZMQ_MAXMSGSIZE drops a frame over MAX_FRAME at the receiver without a word: the
     sender must know first."""
-    from runtime.wire import FrameTooLarge, encode
+    from runtime.frames.wire import FrameTooLarge, encode
     _, _, (first, *_) = _prepared()
     fits = first._replace(values={"x": "x" * (MAX_FRAME - 1000)})
     assert len(encode("run", fits, 1)) <= MAX_FRAME
@@ -417,7 +417,7 @@ def test_the_sender_refuses_a_frame_no_receiver_would_take():
 def test_variable_views_in_the_metadata_are_checked_like_values(tmp_path):
     """B's guard reads @A.x from the metadata's variable views, not from the values: a NaN
     or a value nested past the limit there must be refused like one in the values."""
-    from runtime.wire import FrameRejected
+    from runtime.frames.wire import FrameRejected
     inbound, (first, second, *_) = _inbound()
     for bad in (math.nan, math.inf, _deep(150), b"bytes"):
         meta = first.metadata._replace(vars=((bad,), *first.metadata.vars[1:]))

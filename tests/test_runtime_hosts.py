@@ -20,7 +20,7 @@ from cpl.trace import load_trace
 from runtime_util import Cpl, tagged, tagged_env, wait_until
 
 ROOT = Path(__file__).resolve().parent.parent
-CLI = [sys.executable, "-m", "runtime.cli"]
+CLI = [sys.executable, "-m", "cpl_cli"]
 
 
 def test_lifelines_placed_on_other_hosts_join_by_the_printed_command(tmp_path):

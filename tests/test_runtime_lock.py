@@ -25,8 +25,8 @@ import pytest
 
 from choreo_util import write
 from cpl.trace import load_trace
-from runtime.cli import main
-from runtime.control import SUPERVISOR_SILENCE
+from cpl_cli import main
+from runtime.frames.control import SUPERVISOR_SILENCE
 from runtime_util import Cpl, check_messages, lifeline_processes, wait_until
 
 GATED = """
@@ -208,8 +208,8 @@ def test_a_trace_that_cannot_be_opened_leaves_no_parts_behind(tmp_path, here, mo
 
 
 def test_a_claim_tells_what_vanished_and_the_run_it_had_ended(tmp_path):
-    from runtime.parts import Claim, Taken
-    from runtime.verdicts import before_lost
+    from runtime.supervisor.parts import Claim, Taken
+    from runtime.supervisor.verdicts import before_lost
     folder, trace = str(tmp_path / "t.jsonl.parts"), str(tmp_path / "t.jsonl")
     claim = Claim(folder)
     try:

@@ -32,7 +32,7 @@ import uuid
 import pytest
 
 from cpl.trace import load_trace
-from runtime.cli.cluster import session_folder, stay_on_loopback
+from cpl_cli.cluster import session_folder, stay_on_loopback
 from runtime_util import (CPL, EXAMPLES, TAG, Cpl, check_messages, check_semantics, holding,
                           tagged, tagged_env, wait_until)
 
@@ -258,7 +258,7 @@ def test_a_signal_to_cpl_run_alone_stops_a_streaming_run_at_once(ray_cluster, tm
     ship log lines faster than it merges them: it used to take frames for as long as they
     came (53 s after 15 s of streaming, more than 30 s after 5), and then merge what it had
     taken; now it stops as Ctrl-C does, with every line it took in a whole trace.  Both
-    signals take one path (``runtime.interrupts``): the shorter stream of the second keeps
+    signals take one path (``runtime.supervisor.interrupts``): the shorter stream of the second keeps
     the test's time down."""
     trace = tmp_path / "t.jsonl"
     with Cpl(tmp_path, "run", str(EXAMPLES.parent / "bench" / "p4_stream.py"), "--arg",
@@ -379,7 +379,7 @@ def test_ray_options_out_of_place_are_usage_errors(tmp_path, args, said):
 
 
 def test_without_ray_installed_the_launcher_says_how_to_get_it(tmp_path):
-    hide = ("import sys; sys.modules['ray'] = None; from runtime.cli import main; "
+    hide = ("import sys; sys.modules['ray'] = None; from cpl_cli import main; "
             f"sys.exit(main(['run', {CODE_REVIEW!r}, '--launcher', 'ray']))")
     result = subprocess.run([sys.executable, "-c", hide], capture_output=True, text=True,
                             timeout=60)
@@ -391,9 +391,9 @@ def test_an_actor_makes_its_own_key_pair_and_only_the_public_key_leaves_it(ray_c
     as the supervisor makes them) hold no secret: each public key is the one its actor made
     (and the actor refuses a connection holding another)."""
     from choreo import load_one
-    from choreo.plan import prepare
-    from runtime.connection import Keys
-    from runtime.ray_launcher import RayActors
+    from choreo.execution.plan import prepare
+    from runtime.frames.ticket import Keys
+    from runtime.supervisor.ray_launcher import RayActors
     plan = prepare(load_one(CODE_REVIEW))
     launcher = RayActors(plan.lifelines)
     with launcher:

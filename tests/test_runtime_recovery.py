@@ -23,8 +23,8 @@ import time
 import pytest
 
 from cpl.trace import load_trace
-from runtime.cli import main
-from runtime.control import SUPERVISOR_SILENCE
+from cpl_cli import main
+from runtime.frames.control import SUPERVISOR_SILENCE
 from runtime_util import (CPL, EXAMPLES, Cpl, check_messages, check_semantics,
                           lifeline_processes, tagged_env, wait_until)
 

@@ -25,11 +25,11 @@ import warnings
 import pytest
 import zmq
 
-import runtime.following as following
-import runtime.launchers as launchers
-import runtime.supervisor as supervisor
+import runtime.supervisor.following as following
+import runtime.supervisor.launchers as launchers
+import runtime.supervisor.supervisor as supervisor
 from cpl.trace import load_trace
-from runtime.cli import main
+from cpl_cli import main
 from runtime_util import ROOT, TAG, kill_tagged, tagged, wait_until
 
 LOOP = str(ROOT / "bench" / "stops_loop.py")  # A and B in a long busy loop
@@ -41,7 +41,7 @@ class Injected(Exception):
 
 
 def _fault(kind: str):
-    if kind == "ctrl-c":  # counted by cpl run (runtime.interrupts), acted on where it is safe
+    if kind == "ctrl-c":  # counted by cpl run (runtime.supervisor.interrupts), acted on where it is safe
         signal.raise_signal(signal.SIGINT)
         return
     raise Injected("injected")

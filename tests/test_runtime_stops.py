@@ -158,7 +158,7 @@ def test_ctrl_c_under_load_keeps_every_logged_event_and_prints_the_traces_result
     trace valid and holding exactly the events the lifelines logged, every printed result
     the trace's last value, no process left.  Timing plays no part in what is asserted."""
     from choreo import load_one
-    from choreo.plan import prepare
+    from choreo.execution.plan import prepare
     plan = prepare(load_one(CODE_REVIEW))
     keep = tmp_path / "site"
     keep.mkdir()
@@ -185,9 +185,9 @@ def test_a_second_ctrl_c_during_the_last_merge_says_so_and_cpl_merge_completes_t
     printed and the trace then holds every logged event."""
     import shlex
 
-    import runtime.following as following
-    import runtime.supervisor as supervisor
-    from runtime.cli import main
+    import runtime.supervisor.following as following
+    import runtime.supervisor.supervisor as supervisor
+    from cpl_cli import main
     monkeypatch.setattr(following.Following, "merge_for", lambda self, seconds: True)
     monkeypatch.chdir(tmp_path)
     original = following.Merging.step
@@ -246,9 +246,9 @@ def test_lifelines_wait_while_the_merge_catches_up_and_the_trace_stays_whole(
     """A merge kept behind (slices of a millisecond, no lag allowed) pauses the local
     lifelines and resumes them once it has caught up, again and again; the run still ends
     by its --timeout, not as a silent lifeline, with every logged event in its trace."""
-    import runtime.launchers as launchers
-    import runtime.following as following
-    from runtime.cli import main
+    import runtime.supervisor.launchers as launchers
+    import runtime.supervisor.following as following
+    from cpl_cli import main
     monkeypatch.setattr(following, "MERGE_SLICE", 0.001)
     monkeypatch.setattr(following, "MERGE_LAG", 0.0)
     holds = []

@@ -1,12 +1,12 @@
-"""How a run ended, worded from facts alone (runtime.verdicts): no socket, no process."""
+"""How a run ended, worded from facts alone (runtime.supervisor.verdicts): no socket, no process."""
 
 import signal
 
 import attrs
 
-from choreo.status import DIED, NOT_JOINED, UNRESPONSIVE
-from runtime.launchers import Unlaunched
-from runtime.verdicts import ProbeWaves, died, not_joined, unlaunched, unresponsive
+from choreo.execution.status import DIED, NOT_JOINED, UNRESPONSIVE
+from runtime.supervisor.launchers import Unlaunched
+from runtime.supervisor.verdicts import ProbeWaves, died, not_joined, unlaunched, unresponsive
 
 
 def test_a_lifeline_killed_by_a_signal_names_it_and_keeps_no_exit_status():

@@ -16,7 +16,7 @@ from test_runtime_hostile import _prepared
 
 
 def _pair():
-    from runtime.wire import Inbound
+    from runtime.frames.wire import Inbound
     plan, expects, messages = _prepared()
     made = [Inbound("run", "B", plan.lifelines, expects, plan.monitors.carried,
                     plan.monitors.shape, plan.choreography.variables) for _ in range(2)]
@@ -25,7 +25,7 @@ def _pair():
 
 
 def _outcome(inbound, data: bytes, taken: int, signer):
-    from runtime.wire import FrameRejected
+    from runtime.frames.wire import FrameRejected
     try:
         return inbound.check(data, taken, signer)
     except FrameRejected as rejected:
@@ -78,7 +78,7 @@ def test_a_message_of_more_than_max_parts_parts_is_refused_whole_and_said(tmp_pa
     """Each part is ≤ 1 MiB (ZMQ_MAXMSGSIZE); their number is bounded too: a lifeline sends
     at most MAX_PARTS frames as one message, and a receiver refuses a longer one whole,
     its valid frames too, then goes on with the peer's next messages."""
-    from runtime.wire import MAX_PARTS
+    from runtime.frames.wire import MAX_PARTS
     from runtime_util import LiveLifeline
     from test_runtime_hostile import SOURCE, _finish_and_check, _messages
     live = LiveLifeline(tmp_path, SOURCE, "B")
@@ -104,7 +104,7 @@ def test_a_message_of_more_than_max_parts_parts_is_refused_whole_and_said(tmp_pa
 def test_frames_are_the_bytes_msgpack_packs(value, text):
     """``wire.encode`` packs with msgspec: byte for byte what msgpack's Packer (which the
     receiver's exact checker and earlier versions use) makes of the same fields."""
-    from runtime.wire import _pack
+    from runtime.frames.wire import _pack
     fields = (1, text, "A", 2**40, "m", 3, (0, 1), {"n": value, text: [value, (value,)]}, text,
               None, b"\x93" * 40)
     assert _pack(fields) == msgpack.Packer(use_bin_type=True).pack(fields)

@@ -10,7 +10,7 @@ def test_canonical_form_of_paper_guard():
 
 
 def test_cli_check_reports_error_with_exit_2():
-    result = subprocess.run([sys.executable, "-m", "runtime.cli", "check", "@TestRunner(status!=failed S"],
+    result = subprocess.run([sys.executable, "-m", "cpl_cli", "check", "@TestRunner(status!=failed S"],
                             capture_output=True, text=True)
     assert result.returncode == 2
     assert "expected a formula after 'S'" in result.stderr

@@ -96,7 +96,7 @@ def test_cpl_eval_takes_the_one_pass_path_and_prints_the_same(tmp_path, monkeypa
     import json
 
     import cpl.trace
-    from runtime.cli import main
+    from cpl_cli import main
 
     path = tmp_path / name
     path.write_bytes(stream_of(base()) if name.endswith("l") else encode(base()).encode())

@@ -27,7 +27,7 @@ ODD = ('Q"uote', "new\nline", "Ünï código ✓", "back\\slash", "A")
 
 
 def cpl(*args, cwd=ROOT):
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *args], capture_output=True,
                           text=True, timeout=120, cwd=cwd)
 
 
@@ -413,7 +413,7 @@ def test_cpl_eval_stream_memory_does_not_grow_with_the_run(tmp_path):
         with TraceWriter.open(path, lifelines=["A", "B"], vars=["x", "s"]) as writer:
             for event in _events(n):
                 writer.write(event)
-        script = ("import resource, sys, runtime.cli as c; sys.stdout = open(__import__('os')"
+        script = ("import resource, sys, cpl_cli as c; sys.stdout = open(__import__('os')"
                   ".devnull, 'w'); c.main(sys.argv[1:]); sys.stderr.write(str(resource."
                   "getrusage(resource.RUSAGE_SELF).ru_maxrss))")
         result = subprocess.run([sys.executable, "-c", script, "eval", str(path),

@@ -110,7 +110,7 @@ def test_without_graphviz_svg_and_html_draw_and_png_says_how_to_install_it(revie
     env = without_dot(tmp_path / "bin")
 
     def run(*args):
-        return subprocess.run(["python", "-m", "runtime.cli", *map(str, args)],
+        return subprocess.run(["python", "-m", "cpl_cli", *map(str, args)],
                               capture_output=True, text=True, env=env, timeout=60)
 
     for suffix in ("svg", "html"):

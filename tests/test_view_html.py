@@ -26,8 +26,8 @@ from html.parser import HTMLParser
 import pytest
 
 from choreo import load_one
-from choreo.plan import prepare
-from choreo.simulate import Simulator
+from choreo.execution.plan import prepare
+from choreo.execution.simulate import Simulator
 from cpl.semantics import explain
 from cpl.trace import Event, Trace, load_trace
 from cpl.view import html as viewer, layout, render

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from choreo import load_one
-from choreo.plan import prepare
-from choreo.simulate import Simulator
+from choreo.execution.plan import prepare
+from choreo.execution.simulate import Simulator
 from cpl.live import System
 from cpl.trace import Event, Trace, load_trace
 from cpl.view import layout, render
-from runtime.cli import main as cli_main
+from cpl_cli import main as cli_main
 
 ROOT = Path(__file__).resolve().parent.parent
 SVG = "{http://www.w3.org/2000/svg}"

@@ -22,8 +22,8 @@ import attrs
 import pytest
 
 from choreo import load_one
-from choreo.plan import prepare
-from choreo.simulate import Simulator
+from choreo.execution.plan import prepare
+from choreo.execution.simulate import Simulator
 from cpl.view import layout
 from cpl.view import scene as scenes
 from cpl.view.svg import write

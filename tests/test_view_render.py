@@ -16,8 +16,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from choreo import load_one
-from choreo.plan import prepare
-from choreo.simulate import Simulator
+from choreo.execution.plan import prepare
+from choreo.execution.simulate import Simulator
 from cpl.trace import Event, Trace, load_trace
 from cpl.view import format_of, layout, render
 from cpl.view.dot import FALSE, GREY, TRUE

@@ -16,15 +16,15 @@ from pathlib import Path
 import pytest
 
 from choreo import load_one
-from choreo.plan import prepare
-from choreo.simulate import Simulator
+from choreo.execution.plan import prepare
+from choreo.execution.simulate import Simulator
 from choreo_util import write
 from cpl import view
 from cpl.trace import Event, Trace, dump_trace, load_trace
 from cpl.view import layout, missing
 from cpl.view.layout import FORCED_VALUE, SHORT_LABEL, arrow_text
 from needs import without_dot
-from runtime.cli import view as cli_view
+from cpl_cli import view as cli_view
 
 ROOT = Path(__file__).resolve().parent.parent
 FAILING = """
@@ -200,7 +200,7 @@ def no_dot_env(tmp_path) -> dict:
 
 
 def run_cli(*args, env=None, timeout=60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "runtime.cli", *map(str, args)],
+    return subprocess.run([sys.executable, "-m", "cpl_cli", *map(str, args)],
                           capture_output=True, text=True, env=env, timeout=timeout, cwd=ROOT)
 
 

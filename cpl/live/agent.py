@@ -1,6 +1,6 @@
 """One agent of a system: its monitor, its events, and the tokens it sends and takes.
 
-An ``Agent`` is to an application's own agent what ``choreo.machine.Runner``
+An ``Agent`` is to an application's own agent what ``choreo.execution.runner.Runner``
 is to a choreography's lifeline: it counts the events, feeds them to the
 lifeline's monitor and records them.  The application says when an event
 happens (``act``, ``send``, ``receive``, ``decide``); the agent checks

@@ -1,7 +1,7 @@
 """Reading one lifeline's event log, as it grows or once written: its events and where it stops.
 
 A lifeline's log holds its events in local order, one JSON line each
-(``runtime.eventlog`` for a run's lifelines, ``cpl.live`` for agents).  The
+(``runtime.lifeline.eventlog`` for a run's lifelines, ``cpl.live`` for agents).  The
 merge reads it a chunk at a time, with at most 32 logs open at once (the
 least recently read closed, opened again when read again): no limit on
 open files can leave a log unread.  Where a log stops short of its
@@ -107,8 +107,8 @@ class LogTail:
     is none yet (or none ever: ``done``).  ``where`` is the (line, offset) of the last event
     taken; ``stop`` says where and why the log stopped short of its end, if it did.
 
-    The merge reads the logs while the lifelines write them (``runtime.supervisor``).
-    A line is whole once the newline before it is there (``runtime.eventlog`` writes
+    The merge reads the logs while the lifelines write them (``runtime.supervisor.supervisor``).
+    A line is whole once the newline before it is there (``runtime.lifeline.eventlog`` writes
     that newline last) or, for the first line and a line whose newline follows it
     (a log written line by line), once its text is a whole JSON value: a JSON object
     cut short is no JSON value.  The log ends at the end of the file, at a zero byte,

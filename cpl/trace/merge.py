@@ -15,7 +15,7 @@ a crash is read up to its last whole line.  What cannot be placed — a receive 
 no log, a line that is no event, an event the trace cannot hold — stops its lifeline
 there, and ``placed()`` accounts for all of it (``cpl.trace.unplaced``): the trace is
 then ``incomplete``.  The supervisor merges as the run goes (``Merging``, the logs read
-as they grow by ``LogTail``); ``cpl merge`` merges the same logs (``runtime.parts``)
+as they grow by ``LogTail``); ``cpl merge`` merges the same logs (``runtime.supervisor.parts``)
 when the supervisor vanished before it could, and the logs of agents that no ``cpl
 run`` started (``cpl.live``).
 """
@@ -92,7 +92,7 @@ class Merging:
     its next, or ``None`` when there is none yet: that lifeline is *dry*, asked again at
     the next step, while the others' events go on being placed.  Whatever a lifeline
     logs later cannot precede them causally: a lifeline logs each event before any
-    message that makes it visible leaves (``runtime.eventlog``), so a receive's send is
+    message that makes it visible leaves (``runtime.lifeline.eventlog``), so a receive's send is
     in its log first.  A lifeline has one event out of its log at a time (the next to
     place, or the receive waiting for its send), so its source's ``where`` is that event's."""
 

@@ -14,8 +14,8 @@ import tempfile
 from pathlib import Path
 
 from choreo import load_one
-from choreo.plan import prepare
-from choreo.simulate import Simulator
+from choreo.execution import prepare
+from choreo.execution import Simulator
 from cpl.view import render
 
 sys.path.insert(0, "tests")

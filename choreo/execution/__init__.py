@@ -1,0 +1,27 @@
+"""Running the projected lifelines: one ``Runner`` per lifeline, driven by the simulator
+or by a process.
+
+:func:`prepare` turns a choreography and its inputs into a :class:`Plan`; the
+runner (:mod:`.runner`) steps one lifeline; :class:`Driver` is the seam that
+picks what happens next; :class:`Simulator` drives every lifeline in one process
+(:func:`simulate`), under a watchdog for ``--timeout`` (:mod:`.watchdog`), and
+:mod:`.lineage` makes sure no process outlives its run. :mod:`.status` words how
+a run ended.
+"""
+
+from cpl.lazy import face
+
+__all__ = ['Background', 'complete', 'DEADLOCK', 'deadlocked', 'die_with_parent', 'DIED', 'Driver', 'EXIT_CODES', 'FAILED', 'fingerprint', 'INCOMPLETE', 'INTERRUPTED', 'Interrupted', 'Keeper', 'kill_group', 'LOST', 'Message', 'MIXED', 'NOT_JOINED', 'OK', 'Plan', 'prepare', 'RANDOM', 'run_meta', 'RunFailure', 'RunResult', 'SCHEDULES', 'simulate', 'simulate_watched', 'Simulator', 'Sweep', 'timed_out', 'TIMEOUT', 'Undeliverable', 'UNRESPONSIVE', 'VANISHED']
+
+face(__name__, {
+    ".actions": "Background Interrupted",
+    ".drive": "complete Driver",
+    ".fingerprint": "fingerprint",
+    ".lineage": "die_with_parent Keeper kill_group Sweep",
+    ".plan": "Plan prepare",
+    ".runner": "Message Undeliverable",
+    ".schedules": "MIXED RANDOM SCHEDULES",
+    ".simulate": "RunResult Simulator simulate",
+    ".status": "DEADLOCK deadlocked DIED EXIT_CODES FAILED INCOMPLETE INTERRUPTED LOST NOT_JOINED OK run_meta RunFailure timed_out TIMEOUT UNRESPONSIVE VANISHED",
+    ".watchdog": "simulate_watched",
+})

@@ -1,0 +1,16 @@
+"""What the processes of a run say to each other: the frames both sides speak.
+
+:mod:`.wire` is the one layout of a message between lifelines; :mod:`.control`
+is the protocol between the supervisor and a lifeline; a :class:`Ticket` is what
+a lifeline needs to join a run, and :mod:`.curve` the CURVE keys that protect it.
+"""
+
+from cpl.lazy import face
+
+__all__ = ['authenticator', 'BEAT', 'Beat', 'Connection', 'decode', 'encode', 'FrameRejected', 'FrameTooLarge', 'FROM_SUPERVISOR', 'heard', 'Hello', 'HELLO_TIMEOUT', 'IDLE', 'Inbound', 'JOIN_TIMEOUT', 'KeyRing', 'Keys', 'Log', 'LOG_BATCH', 'MAX_CONTROL', 'MAX_FRAME', 'MAX_PARTS', 'Probe', 'quiet', 'Refused', 'routing_id', 'secure_client', 'secure_server', 'send', 'SHIPPING', 'SILENCE', 'Start', 'State', 'Stop', 'STOP_GRACE', 'SUPERVISOR_SILENCE', 'write_connections']
+
+face(__name__, {
+    ".control": "BEAT Beat decode FROM_SUPERVISOR heard Hello HELLO_TIMEOUT IDLE JOIN_TIMEOUT Log LOG_BATCH MAX_CONTROL Probe quiet Refused routing_id send SHIPPING SILENCE Start State Stop STOP_GRACE SUPERVISOR_SILENCE",
+    ".ticket": "authenticator Connection KeyRing Keys secure_client secure_server write_connections",
+    ".wire": "encode FrameRejected FrameTooLarge Inbound MAX_FRAME MAX_PARTS",
+})

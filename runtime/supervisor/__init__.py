@@ -1,0 +1,23 @@
+"""The supervisor's side of a run over processes: every lifeline started, watched and
+stopped in one scope.
+
+:class:`Supervisor` owns the run; its launchers (:mod:`.launchers`, Ray's in
+:mod:`.ray_launcher`) start lifelines here, elsewhere or as forks
+(:mod:`.zygote`); :mod:`.parts` keeps the lifelines' logs until the trace is whole;
+:mod:`.verdicts` words how the run ended.
+"""
+
+from cpl.lazy import face
+
+__all__ = ['before_lost', 'Claim', 'IDENTITY', 'Interrupts', 'keep_end', 'LastValues', 'launchers_for', 'node_of', 'Parts', 'PartsError', 'Place', 'RayActors', 'Reaper', 'Supervisor', 'Taken', 'TOKEN']
+
+face(__name__, {
+    ".interrupts": "Interrupts",
+    ".launchers": "launchers_for",
+    ".parts": "Claim IDENTITY keep_end Parts PartsError Taken",
+    ".ray_launcher": "node_of Place RayActors TOKEN",
+    ".ray_reaper": "Reaper",
+    ".results": "LastValues",
+    ".supervisor": "Supervisor",
+    ".verdicts": "before_lost",
+})
