@@ -122,7 +122,7 @@ class Empty:
 class Lifeline:
     def ready(self, choreography):
         start = time.perf_counter()
-        import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.lifeline.process
+        import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.frames.curve, runtime.lifeline.process
         from choreo import load_one
         from choreo.execution.plan import prepare
         imported = time.perf_counter()

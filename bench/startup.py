@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "code_review.py"
 RING = Path(__file__).resolve().parent / "startup_ring.py"
 TIMEOUT = 300.0
-IMPORTS = "import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.lifeline.process"
+IMPORTS = "import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.frames.curve, runtime.lifeline.process"
 PREPARE = ("import sys, time; " + IMPORTS + "; from choreo import load_one; "
            "from choreo.execution.plan import prepare; t = time.perf_counter(); "
            "prepare(load_one(sys.argv[1])); print(time.perf_counter() - t)")

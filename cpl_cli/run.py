@@ -296,13 +296,13 @@ def read_hosts(path: str, lifelines) -> tuple[str, dict[str, str]]:
 
 
 def cmd_lifeline(args) -> int:
-    from runtime.frames import Connection
+    from runtime.frames import Ticket
     from runtime.lifeline import main
 
     if args.stdin:
-        connection = Connection.from_json(sys.stdin.readline(), "standard input")
+        connection = Ticket.from_json(sys.stdin.readline(), "standard input")
     elif args.connection:
-        connection = Connection.read(args.connection, args.lifeline)
+        connection = Ticket.read(args.connection, args.lifeline)
     else:
         raise UsageError("give --stdin (started by cpl run) or --connection FILE")
     if connection.lifeline != args.lifeline:

@@ -32,7 +32,7 @@ from choreo.execution.plan import prepare
 from cpl.monitor import offline
 from cpl.semantics import reference
 from runtime.frames import control
-from runtime.frames.ticket import Connection, Keys, KeyRing, authenticator, secure_client, \
+from runtime.frames import Ticket, Keys, KeyRing, authenticator, secure_client, \
     secure_server
 from runtime.frames.wire import encode
 
@@ -325,7 +325,7 @@ class LiveLifeline:
         self.control = self._socket(zmq.ROUTER)
         secure_server(self.control, self.key(""))
         port = self.control.bind_to_random_port(f"tcp://{self.host}")
-        self.connection = Connection(self.run, self.me, f"tcp://{self.host}:{port}", self.host,
+        self.connection = Ticket(self.run, self.me, f"tcp://{self.host}:{port}", self.host,
                                      str(self.path), None, self.inputs, self.seed,
                                      fingerprint(self.plan.choreography, self.inputs, self.seed),
                                      str(self.log_path), self.key(self.me))

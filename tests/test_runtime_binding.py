@@ -22,7 +22,7 @@ from choreo import load_one
 from choreo.execution.fingerprint import fingerprint
 from cpl.trace import load_trace
 from runtime.frames import control
-from runtime.frames.ticket import Connection, secure_client
+from runtime.frames import Ticket, secure_client
 from runtime_util import (EXAMPLES, Cpl, check_messages, check_results, check_semantics, run_cpl,
                           wait_until)
 
@@ -46,7 +46,7 @@ def _placed_run(tmp_path, choreography, *args) -> tuple[Cpl, list[str]]:
     return run, said.group(1).split()
 
 
-def _forgers(context, connection: Connection) -> list:
+def _forgers(context, connection: Ticket) -> list:
     """DEALERs with TestRunner's keys, each claiming another lifeline (and one the bare name
     a lifeline's socket had before its routing id got a token of its own)."""
     claims = [control.routing_id(name, "forged") for name in ("Orchestrator", "Security",
@@ -69,7 +69,7 @@ def test_a_peer_with_one_lifelines_keys_cannot_steer_the_others(tmp_path):
     context = zmq.Context()
     try:
         with run:
-            connection = Connection.read(words[words.index("--connection") + 1], "TestRunner")
+            connection = Ticket.read(words[words.index("--connection") + 1], "TestRunner")
             forgers = _forgers(context, connection)
             evil = {"round": 3, "merges": 3, "candidate": "EVIL", "decision": "EVIL"}
             forged_end = control.State("end", "ok", None, 0, 0, 0, evil, (), {}, None, True)
@@ -117,7 +117,7 @@ def test_a_joined_lifeline_whose_plan_differs_is_refused_naming_both_fingerprint
     trace_path = tmp_path / "refused.json"
     run, words = _placed_run(tmp_path, EXAMPLES / "code_review.py", "--trace", str(trace_path))
     with run:
-        expected = Connection.read(words[words.index("--connection") + 1], "TestRunner").fingerprint
+        expected = Ticket.read(words[words.index("--connection") + 1], "TestRunner").fingerprint
         copy = tmp_path / "review.py"
         shutil.copy(EXAMPLES / "code_review.py", copy)
         with open(copy, "a") as handle:

@@ -23,7 +23,7 @@ import msgpack
 import pytest
 from hypothesis import given, strategies as st
 
-from runtime.frames.ticket import Keys
+from runtime.frames import Keys
 from runtime.lifeline.process import REFUSALS_SHOWN
 from runtime.frames.wire import MAX_FRAME, VERSION
 from strategies import msgpack_values

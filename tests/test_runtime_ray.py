@@ -392,7 +392,7 @@ def test_an_actor_makes_its_own_key_pair_and_only_the_public_key_leaves_it(ray_c
     (and the actor refuses a connection holding another)."""
     from choreo import load_one
     from choreo.execution.plan import prepare
-    from runtime.frames.ticket import Keys
+    from runtime.frames import Keys
     from runtime.supervisor.ray_launcher import RayActors
     plan = prepare(load_one(CODE_REVIEW))
     launcher = RayActors(plan.lifelines)

@@ -7,10 +7,11 @@ a lifeline needs to join a run, and :mod:`.curve` the CURVE keys that protect it
 
 from cpl.lazy import face
 
-__all__ = ['authenticator', 'BEAT', 'Beat', 'Connection', 'decode', 'encode', 'FrameRejected', 'FrameTooLarge', 'FROM_SUPERVISOR', 'heard', 'Hello', 'HELLO_TIMEOUT', 'IDLE', 'Inbound', 'JOIN_TIMEOUT', 'KeyRing', 'Keys', 'Log', 'LOG_BATCH', 'MAX_CONTROL', 'MAX_FRAME', 'MAX_PARTS', 'Probe', 'quiet', 'Refused', 'routing_id', 'secure_client', 'secure_server', 'send', 'SHIPPING', 'SILENCE', 'Start', 'State', 'Stop', 'STOP_GRACE', 'SUPERVISOR_SILENCE', 'write_connections']
+__all__ = ['authenticator', 'BEAT', 'Beat', 'Ticket', 'decode', 'encode', 'FrameRejected', 'FrameTooLarge', 'FROM_SUPERVISOR', 'heard', 'Hello', 'HELLO_TIMEOUT', 'IDLE', 'Inbound', 'JOIN_TIMEOUT', 'JoinError', 'KeyRing', 'Keys', 'Log', 'LOG_BATCH', 'MAX_CONTROL', 'MAX_FRAME', 'MAX_PARTS', 'Probe', 'quiet', 'Refused', 'routing_id', 'secure_client', 'secure_server', 'send', 'SHIPPING', 'SILENCE', 'Start', 'State', 'Stop', 'STOP_GRACE', 'SUPERVISOR_SILENCE', 'write_connection_file', 'Zap']
 
 face(__name__, {
     ".control": "BEAT Beat decode FROM_SUPERVISOR heard Hello HELLO_TIMEOUT IDLE JOIN_TIMEOUT Log LOG_BATCH MAX_CONTROL Probe quiet Refused routing_id send SHIPPING SILENCE Start State Stop STOP_GRACE SUPERVISOR_SILENCE",
-    ".ticket": "authenticator Connection KeyRing Keys secure_client secure_server write_connections",
+    ".curve": "KeyRing Keys Zap authenticator secure_client secure_server",
+    ".ticket": "JoinError Ticket write_connection_file",
     ".wire": "encode FrameRejected FrameTooLarge Inbound MAX_FRAME MAX_PARTS",
 })

@@ -43,7 +43,7 @@ from choreo.execution import Undeliverable
 from choreo.execution import prepare
 from choreo.execution import RunFailure
 from .eventlog import EventLog, ShippedLog
-from runtime.frames import Connection, KeyRing, authenticator, secure_client, secure_server
+from runtime.frames import Ticket, KeyRing, authenticator, secure_client, secure_server
 from runtime.frames import (
     BEAT, FROM_SUPERVISOR, IDLE, SHIPPING, SUPERVISOR_SILENCE, Beat, Hello, Probe, Start, State, Stop, decode, routing_id, send,
 )
@@ -60,19 +60,19 @@ class LifelineProcess:
     """One lifeline of a run, serving its Runner over ZeroMQ (the DSL's ``Lifeline`` is the
     choreography's handle of the same name)."""
 
-    def __init__(self, connection: Connection, plan=None):
-        self.c = connection
+    def __init__(self, ticket: Ticket, plan=None):
+        self.ticket = ticket
         if plan is None:  # loaded here: the fingerprint says whether it is the run's plan
-            choreography = load_one(connection.choreography, connection.choreography_name)
-            self.fingerprint = fingerprint(choreography, connection.inputs, connection.seed)
+            choreography = load_one(ticket.choreography, ticket.choreography_name)
+            self.fingerprint = fingerprint(choreography, ticket.inputs, ticket.seed)
             plan = prepare(choreography)
         else:  # the supervisor's own, prepared before it forked us (runtime.supervisor.zygote)
-            self.fingerprint = connection.fingerprint
-        inputs = plan.inputs(values=connection.inputs)
-        name = connection.lifeline
-        self.runner = plan.runner(name, plan.stores(inputs)[name], connection.seed)
-        self.schedule = random.Random(f"{connection.seed}:{name}:threads")
-        self.inbound = Inbound(connection.run, name, plan.lifelines,
+            self.fingerprint = ticket.fingerprint
+        inputs = plan.inputs(values=ticket.inputs)
+        name = ticket.lifeline
+        self.runner = plan.runner(name, plan.stores(inputs)[name], ticket.seed)
+        self.schedule = random.Random(f"{ticket.seed}:{name}:threads")
+        self.inbound = Inbound(ticket.run, name, plan.lifelines,
                                expected_messages(plan.projection.program(name)),
                                plan.monitors.carried, plan.monitors.shape,
                                plan.choreography.variables)
@@ -82,14 +82,14 @@ class LifelineProcess:
         self.stopping = False
         self.status, self.error = "running", None
         self.last_word = time.monotonic()  # the supervisor's latest frame
-        self.log = EventLog(connection.log) if connection.log else ShippedLog()
+        self.log = EventLog(ticket.log) if ticket.log else ShippedLog()
         self.actions: Background | None = None  # runs async actions, while serving
         self.under_way: dict = {}  # thread -> (option, its action's future): the Driver's
         self.outgoing: Outgoing | None = None  # frames sent, not yet handed to ZeroMQ
 
     def serve(self) -> int:
         context = zmq.Context()
-        keys = self.c.keys
+        keys = self.ticket.keys
         auth = authenticator(context, KeyRing(keys.lifelines)) if keys else None
         sockets = []
 
@@ -107,18 +107,18 @@ class LifelineProcess:
             inbox = socket(zmq.PULL)
             secure_server(inbox, keys)
             inbox.maxmsgsize = MAX_FRAME
-            port = inbox.bind_to_random_port(f"tcp://{self.c.host}")
+            port = inbox.bind_to_random_port(f"tcp://{self.ticket.host}")
             control = socket(zmq.DEALER)
             control.linger = 2000  # a shipped log's last lines still leave after stop
             control.sndhwm = SHIPPING  # a slow supervisor holds a shipper back, soon
-            control.identity = routing_id(self.c.lifeline)
+            control.identity = routing_id(self.ticket.lifeline)
             secure_client(control, keys, keys.supervisor if keys else None)
-            control.connect(self.c.supervisor)
-            send(control, Hello(f"tcp://{self.c.host}:{port}", self.fingerprint))
-            if self.fingerprint != self.c.fingerprint:
-                print(f"cpl lifeline {self.c.lifeline}: the plan loaded here ({self.fingerprint}) "
-                      f"differs from the run's ({self.c.fingerprint}): is "
-                      f"{self.c.choreography} the supervisor's file, unchanged?", file=sys.stderr)
+            control.connect(self.ticket.supervisor)
+            send(control, Hello(f"tcp://{self.ticket.host}:{port}", self.fingerprint))
+            if self.fingerprint != self.ticket.fingerprint:
+                print(f"cpl lifeline {self.ticket.lifeline}: the plan loaded here ({self.fingerprint}) "
+                      f"differs from the run's ({self.ticket.fingerprint}): is "
+                      f"{self.ticket.choreography} the supervisor's file, unchanged?", file=sys.stderr)
                 return 1
             endpoints = self._await_start(control)
             if endpoints is None:
@@ -129,7 +129,7 @@ class LifelineProcess:
                     outboxes[peer] = socket(zmq.PUSH)
                     secure_client(outboxes[peer], keys, keys.lifelines[peer] if keys else None)
                     outboxes[peer].connect(endpoint)
-            beats = _Heartbeat(context, self.c)
+            beats = _Heartbeat(context, self.ticket)
             try:
                 with Background() as self.actions:
                     try:
@@ -161,8 +161,8 @@ class LifelineProcess:
                     return order.endpoints
                 self.stopping |= isinstance(order, Stop)
             elif time.monotonic() - self.last_word > SUPERVISOR_SILENCE:
-                print(f"cpl lifeline {self.c.lifeline}: no answer from the supervisor at "
-                      f"{self.c.supervisor}", file=sys.stderr)
+                print(f"cpl lifeline {self.ticket.lifeline}: no answer from the supervisor at "
+                      f"{self.ticket.supervisor}", file=sys.stderr)
                 return None
         return None
 
@@ -231,13 +231,13 @@ class LifelineProcess:
         """``post(message)``: queue its frame (its send is in the log already); frames
         ready together leave together (:mod:`runtime.lifeline.outgoing`).  A closure: once a
         message, every name it uses is bound here."""
-        run, runner, put = self.c.run, self.runner, self.outgoing.put
+        run, runner, put = self.ticket.run, self.runner, self.outgoing.put
 
         def post(message) -> None:
             try:
                 frame = encode(run, message, runner.sent)
             except FrameTooLarge as error:  # the send happened; its message cannot travel
-                raise RunFailure(self.c.lifeline, f"{self.c.lifeline}.{runner.taken}",
+                raise RunFailure(self.ticket.lifeline, f"{self.ticket.lifeline}.{runner.taken}",
                                  str(error), kind="message", after=False) from None
             put(outboxes[message.receiver], frame)
         return post
@@ -281,7 +281,7 @@ class LifelineProcess:
         there at once (ZeroMQ delivers a message whole), from one peer (one ``User-Id``).
         A message of more than ``MAX_PARTS`` parts is refused whole, no part of it checked."""
         part = inbox.recv(copy=False)
-        signer = part.get("User-Id") if self.c.keys is not None else None
+        signer = part.get("User-Id") if self.ticket.keys is not None else None
         if not part.more:
             return self._accept((part.bytes,), signer)
         frames, count = [part.bytes], 1
@@ -319,16 +319,16 @@ class LifelineProcess:
         the refusal covers, counted already."""
         shown = self.inbound.rejected[rejected.reason]
         if shown - count < REFUSALS_SHOWN:
-            print(f"cpl lifeline {self.c.lifeline}: refused a frame: {rejected}",
+            print(f"cpl lifeline {self.ticket.lifeline}: refused a frame: {rejected}",
                   file=sys.stderr)
         if shown - count < REFUSALS_SHOWN <= shown:
-            print(f"cpl lifeline {self.c.lifeline}: further frames refused as "
+            print(f"cpl lifeline {self.ticket.lifeline}: further frames refused as "
                   f"{rejected.reason!r} are counted (the trace's meta.rejected_frames), "
                   "not shown", file=sys.stderr)
 
     def _report(self, control, state: str, probe=None, final: bool = False) -> None:
         store = self.runner.store
-        results = self.choreography.reported(self.c.lifeline, store)
+        results = self.choreography.reported(self.ticket.lifeline, store)
         send(control, State(state, self.status, self.error, self.runner.sent, self.received,
                             self.runner.taken, results, self.runner.waiting(),
                             dict(self.inbound.rejected), probe, final))
@@ -337,14 +337,14 @@ class LifelineProcess:
 class _Heartbeat:
     """A thread that tells the supervisor this process lives, whatever the run is doing."""
 
-    def __init__(self, context, connection: Connection):
+    def __init__(self, context, ticket: Ticket):
         self._stop = threading.Event()
         self._socket = context.socket(zmq.DEALER)
         self._socket.linger = 0
-        self._socket.identity = routing_id(connection.lifeline)
-        keys = connection.keys
+        self._socket.identity = routing_id(ticket.lifeline)
+        keys = ticket.keys
         secure_client(self._socket, keys, keys.supervisor if keys else None)
-        self._socket.connect(connection.supervisor)
+        self._socket.connect(ticket.supervisor)
         self._thread = threading.Thread(target=self._beat, name="cpl-heartbeat", daemon=True)
         self._thread.start()
 
@@ -362,7 +362,7 @@ def _interrupted(*_) -> None:
     raise Interrupted
 
 
-def main(connection: Connection, watch_stdin: bool, plan=None) -> int:
+def main(ticket: Ticket, watch_stdin: bool, plan=None) -> int:
     """Run the lifeline; with ``watch_stdin`` it dies with the supervisor (at once on Linux,
     else at the end of standard input, the supervisor's pipe), and the supervisor's keeper
     kills its process group (:mod:`choreo.execution.lineage`): a supervisor killed with -9 leaves
@@ -370,7 +370,7 @@ def main(connection: Connection, watch_stdin: bool, plan=None) -> int:
     if watch_stdin:  # started by cpl run: its child, leading a process group of its own
         die_with_parent()
         threading.Thread(target=_exit_on_eof, name="cpl-parent", daemon=True).start()
-    return LifelineProcess(connection, plan).serve()
+    return LifelineProcess(ticket, plan).serve()
 
 
 def _exit_on_eof() -> None:

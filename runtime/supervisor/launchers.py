@@ -4,7 +4,7 @@ The supervisor speaks to every lifeline only over its control socket (the
 lifeline says ``hello`` with its inbox, hears ``start``, ``ping``, ``stop``,
 reports its state); *how* a lifeline comes to exist is a :class:`Launcher`'s
 business.  A launcher starts (or invites) the lifelines it places, hands each
-its :class:`~runtime.frames.ticket.Connection`, and reports the deaths it can
+its :class:`~runtime.frames.ticket.Ticket`, and reports the deaths it can
 see.  Local child processes (:class:`LocalProcesses`) and lifelines started by
 hand on other hosts (:class:`Joins`, ``cpl run --hosts``) are two launchers;
 actors on a Ray cluster (:mod:`runtime.supervisor.ray_launcher`) are a third, started from
@@ -62,7 +62,7 @@ import sys
 
 import attrs
 
-from runtime.frames import Connection, write_connections
+from runtime.frames import Ticket, write_connection_file
 from runtime.frames import HELLO_TIMEOUT, JOIN_TIMEOUT
 from choreo.execution import Keeper, kill_group
 
@@ -89,7 +89,7 @@ class Launcher:
     def public_keys(self) -> dict[str, str]:
         return {}
 
-    def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
+    def launch(self, drafts: dict[str, Ticket]) -> dict[str, Ticket]:
         raise NotImplementedError
 
     def ended(self) -> dict[str, int | None]:
@@ -153,7 +153,7 @@ class LocalProcesses(Launcher):
             for process in self.processes.values():
                 self.keeper.keep(process.pid)
 
-    def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
+    def launch(self, drafts: dict[str, Ticket]) -> dict[str, Ticket]:
         self._keep()
         for name, connection in drafts.items():
             process = self.processes.get(name)
@@ -217,10 +217,10 @@ class Joins(Launcher):
         self.folder = folder
         self.files: list[str] = []
 
-    def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
+    def launch(self, drafts: dict[str, Ticket]) -> dict[str, Ticket]:
         placed = {name: attrs.evolve(draft, host=self.placement[name], log="")
                   for name, draft in drafts.items()}
-        hosts: dict[str, list[Connection]] = {}
+        hosts: dict[str, list[Ticket]] = {}
         for connection in placed.values():
             hosts.setdefault(connection.host, []).append(connection)
         print(f"cpl run: waiting {self.patience:g} s for {len(hosts)} host(s); copy each "
@@ -230,7 +230,7 @@ class Joins(Launcher):
             path = os.path.abspath(os.path.join(
                 self.folder, f"cpl-{connections[0].run[:8]}-{host}.json"))
             self.files.append(path)
-            write_connections(path, connections)
+            write_connection_file(path, connections)
             for connection in connections:
                 print(f"  on {host}: cpl lifeline {connection.lifeline} --join "
                       f"{connection.supervisor} --connection {path}", file=sys.stderr, flush=True)

@@ -24,7 +24,7 @@ import time
 
 import attrs
 
-from runtime.frames import Connection, Keys
+from runtime.frames import Ticket, Keys
 from runtime.frames import HELLO_TIMEOUT
 from .launchers import Launcher, Unlaunched
 
@@ -49,7 +49,7 @@ class CplLifeline:
     def serve(self, connection: str) -> int:
         """The lifeline loop, with the secret key that never left this process."""
         from runtime.lifeline import LifelineProcess
-        c = Connection.from_json(connection, "the supervisor's connection")
+        c = Ticket.from_json(connection, "the supervisor's connection")
         _title(f"ray::CplLifeline({c.lifeline}) run {c.run}")
         if c.keys is not None:
             if c.keys.public != self._public:
@@ -124,7 +124,7 @@ class RayActors(Launcher):
             raise Unlaunched([asked[ref] for ref in waiting], self.patience)
         return self.found
 
-    def launch(self, drafts: dict[str, Connection]) -> dict[str, Connection]:
+    def launch(self, drafts: dict[str, Ticket]) -> dict[str, Ticket]:
         """Each draft bound on its actor's node, its log shipped, no secret in it."""
         found = self._spawn()
         placed = {}

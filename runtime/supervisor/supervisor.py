@@ -46,7 +46,7 @@ from choreo.execution import (
 )
 from cpl.errors import TraceError
 from cpl.trace import incomplete
-from runtime.frames import Connection, Keys, KeyRing, authenticator, secure_server
+from runtime.frames import Ticket, Keys, KeyRing, authenticator, secure_server
 from runtime.frames import (
     BEAT, MAX_CONTROL, SHIPPING, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE, Beat, Hello, Log, Probe, Refused, Start, State, Stop, heard, send,
 )
@@ -86,7 +86,7 @@ class Supervisor:
         self.wrong_plan: str | None = None  # why a lifeline's hello was refused, if one was
         self.waves = ProbeWaves()
         self.endpoints: dict[str, str] = {}  # lifeline -> its inbox, from its hello
-        self.connections: dict[str, Connection] = {}  # as the launchers handed them out
+        self.connections: dict[str, Ticket] = {}  # as the launchers handed them out
         self.shipping: set[str] = set()  # lifelines that send their log lines to us
         self.joining: dict[str, tuple[float, float]] = {}  # lifeline -> (launched, patience)
         self.started_at: float | None = None
@@ -195,7 +195,7 @@ class Supervisor:
     def _launch(self, launcher: Launcher, address: str) -> None:
         """Start ``launcher``'s lifelines from drafts that log to this host's disk and bind
         on the supervisor's address; the launcher may place them elsewhere."""
-        drafts = {name: Connection(self.run_id, name, address, self.host, self.choreography,
+        drafts = {name: Ticket(self.run_id, name, address, self.host, self.choreography,
                                    self.choreography_name, self.inputs, self.seed,
                                    self.fingerprint, self._log(name),
                                    self.keys[name] if self.keys else None)

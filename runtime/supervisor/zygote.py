@@ -157,12 +157,12 @@ def _name(title: str) -> None:
 
 
 def _serve(name: str, plan) -> int:
-    from runtime.frames import Connection
+    from runtime.frames import Ticket
     from runtime.lifeline import main
     line = _line(0)
     if not line:  # the supervisor closed the pipe without a connection: no run to join
         return 3
-    connection = Connection.from_json(line.decode("utf-8", "replace"), "standard input")
+    connection = Ticket.from_json(line.decode("utf-8", "replace"), "standard input")
     if connection.lifeline != name:
         _complain(f"cpl lifeline: the connection is for {connection.lifeline!r}, not {name!r}")
         return 2
