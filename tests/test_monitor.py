@@ -194,3 +194,21 @@ def test_offline_evaluation_of_past_and_previous():
         {"id": "b2", "lifeline": "B", "kind": "choice"}]})
     values = [v for _, v in evaluate_trace(trace, "P @A(x == 1) && Y Seen(A)")]
     assert values == [False, True, False, True]  # Y looks at the previous local event only
+
+
+def test_every_step_computes_every_slot_once_bottom_up():
+    """act, send, receive and choice each evaluate all of the lifeline's slots, in slot
+    order (Algorithm 2 inlined): one kind of slot skipped by a step would show here."""
+    guard = ("@TestRunner(status != failed S status == passed) && "
+             "!(Y x > 2 || (status != failed S x == 1))")
+    _, program, _ = monitors_for(guard)
+    local = program.local("Committer")
+    kinds = {type(slot).__name__ for slot in local.slots}
+    assert {"At", "Since", "Prev", "Not", "And", "Or", "Compare"} <= kinds
+    state, *steps = local.source.split("\n    def ")
+    assert [step.split("(")[0] for step in steps] == ["act", "send", "receive", "choice",
+                                                      "values"]
+    every_slot = [f"v{i}" for i in range(len(local.slots))]
+    for step in steps[:4]:
+        lines = step.splitlines()
+        assert [line.split()[0] for line in lines if line.startswith("        v")] == every_slot
