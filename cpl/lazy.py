@@ -10,6 +10,11 @@ A name that is also a submodule's (``choreo.load``, the function, in module
 ``choreo.load``) stays the exported object when the submodule is imported later,
 as an eager ``from .load import load`` left it: the face's class keeps the import
 system from rebinding it to the module.
+
+Static tools (mypy, pyright, editors) do not run the table: a face also imports its names
+under ``if TYPE_CHECKING:`` (``TYPE_CHECKING = False`` set in the face, as importing
+``typing`` would cost start-up) and lists them in ``__all__``.  Three spellings, one list:
+``tests/test_exports.py`` fails when they differ, and runs mypy to see every name.
 """
 
 from __future__ import annotations
