@@ -74,7 +74,5 @@ def face(package: str, sources: dict[str, str]) -> None:
     def __dir__():
         return sorted(set(space.__dict__) | set(names))
 
-    space.__getattr__ = __getattr__
-    space.__dir__ = __dir__
-    space._lazy_names = names
+    vars(space).update(__getattr__=__getattr__, __dir__=__dir__, _lazy_names=names)
     space.__class__ = _Face
