@@ -12,7 +12,16 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
     from .errors import EvaluationError, GuardError, ResolveError
     from .lang import (
-        CheckedGuard, Schema, ast, check, desugar, exports, parse, predicate, resolve, to_text,
+        CheckedGuard,
+        Schema,
+        ast,
+        check,
+        desugar,
+        exports,
+        parse,
+        predicate,
+        resolve,
+        to_text,
     )
 
 __all__ = [

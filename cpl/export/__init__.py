@@ -11,7 +11,14 @@ from ..lazy import face
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
     from .otlp import (
-        PARENTS, MissingExtra, _sdk as require_sdk, otlp_batches, otlp_json, otlp_request,
+        PARENTS,
+        MissingExtra,
+        otlp_batches,
+        otlp_json,
+        otlp_request,
+    )
+    from .otlp import (
+        _sdk as require_sdk,
     )
     from .post import ExportError, endpoint_url, post
 

@@ -16,8 +16,15 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-
 if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
     from .agent import Agent
     from .errors import (
-        LiveError, LogExists, LogFailed, NotOwner, SigningUnavailable, TokenRefused,
-        UndeclaredVariable, UnknownLabel, UnknownLifeline,
+        LiveError,
+        LogExists,
+        LogFailed,
+        NotOwner,
+        SigningUnavailable,
+        TokenRefused,
+        UndeclaredVariable,
+        UnknownLabel,
+        UnknownLifeline,
     )
     from .keys import KeyRing
     from .log import AgentLogs

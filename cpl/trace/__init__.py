@@ -28,7 +28,8 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     from .holder import LOCK, Holder, hold, holder
     from .lines import JsonLines
     from .logtail import LogTail, read_log
-    from .merge import Merging, merge as merge_logs
+    from .merge import Merging
+    from .merge import merge as merge_logs
     from .msc import KINDS, Event, Trace
     from .paths import unwritable
     from .recovery import left_in, parts_of, stream_end, unfinished
