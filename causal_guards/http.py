@@ -102,14 +102,11 @@ class CausalMiddleware:
             return
         values = [value for name, value in scope["headers"] if name == self.header_key]
         route = self.routes.get(scope["path"])
-        started = []  # the response's start, once sent: a 503 can be answered until then
-        if not values and route is None:
-            outcome: Admitted | Refusal | None = None
-        else:
-            outcome = self._admit(scope, values, route)
-            if isinstance(outcome, Refusal):
-                await self._answer(outcome, send)
-                return
+        started: list[bool] = []  # the response's start, once sent: a 503 answers until then
+        outcome = None if not values and route is None else self._admit(scope, values, route)
+        if isinstance(outcome, Refusal):
+            await self._answer(outcome, send)
+            return
         try:
             await self.app(scope, receive, self._replying(send, outcome, started))
         except LogFailed as failed:  # the app's own event found no room in the log

@@ -216,14 +216,15 @@ class GraphGuards:
             sent = self._send(agent, sent_to, consumed, update_label(label, update, self.channel))
             return self._with_channel(result, sent, label)
 
-        if inspect.iscoroutinefunction(fn):
-            async def guarded_node(state: Any, config: RunnableConfig) -> Any:
-                agent, consumed, extra = start(state, config)
-                return finish(agent, await fn(state, **extra), consumed)
-        else:
-            def guarded_node(state: Any, config: RunnableConfig) -> Any:
-                agent, consumed, extra = start(state, config)
-                return finish(agent, fn(state, **extra), consumed)
+        async def guarded_async(state: Any, config: RunnableConfig) -> Any:
+            agent, consumed, extra = start(state, config)
+            return finish(agent, await fn(state, **extra), consumed)
+
+        def guarded_sync(state: Any, config: RunnableConfig) -> Any:
+            agent, consumed, extra = start(state, config)
+            return finish(agent, fn(state, **extra), consumed)
+
+        guarded_node = guarded_async if inspect.iscoroutinefunction(fn) else guarded_sync
         guarded_node.__name__ = guarded_node.__qualname__ = label
         return guarded_node
 
@@ -270,7 +271,7 @@ class GraphGuards:
             agent.refused("malformed")  # counted, not an act each: a flood stays small
             return False
         with self._made_lock:
-            token = self._made.pop(text, text)
+            token = self._made.pop(text, text) if isinstance(text, str) else text
         try:
             agent.receive(token, **seen)
             return True

@@ -118,7 +118,7 @@ class CausalTools:
             return _unlogged(call.name, failed)
         except LiveError as error:  # an argument's value that no trace can hold
             return self._refused(call.name, "value", f"an argument no trace can hold: {error}")
-        if not holds:
+        if guard is not None and not holds:
             explanation = self.agent.explain(guard).to_text().rstrip()
             text = (f"{call.name} refused: the guard {guard!r} of {self.agent.lifeline} is "
                     f"false\n{explanation}")
@@ -170,8 +170,10 @@ class _ToolCall:
             raise ValueError(f"assign names {unknown} that are not parameters of {function.__name__}; "
                              f"its parameters are {list(signature.parameters)}")
         skip = [context_parameter] if context_parameter else []
+        # typed as giving an InputRequiredResult too: this adapter replies with what it gives
+        convert = func_metadata(function, skip_names=skip).convert_result
         return cls(function, function.__name__, signature, context_parameter, assign,
-                   func_metadata(function, skip_names=skip).convert_result)
+                   convert)  # type: ignore[arg-type]
 
     async def run(self, arguments: dict[str, Any]) -> Any:
         if inspect.iscoroutinefunction(self.function):

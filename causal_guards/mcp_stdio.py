@@ -24,7 +24,7 @@ import os
 import re
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import mcp_types
@@ -55,7 +55,8 @@ async def serve_stdio(server: MCPServer) -> None:
     os.close(null)
     try:
         lines = _Lines(anyio.wrap_file(os.fdopen(wire, "rb", closefd=False)))
-        async with stdio_server(stdin=lines) as (read_stream, write_stream):
+        # the SDK only iterates stdin, which _Lines does: an AsyncFile's other methods unused
+        async with stdio_server(stdin=cast(Any, lines)) as (read_stream, write_stream):
             lines.answer_to(write_stream)
             lowlevel = server._lowlevel_server  # what MCPServer.run_stdio_async serves
             await lowlevel.run(read_stream, write_stream,
@@ -84,6 +85,7 @@ class _Lines:
         async for raw in self._stdin:
             line, refusal = _checked(raw)
             if refusal is None:
+                assert line is not None  # only a refused line can be no text
                 yield line
                 continue
             request = _request_id(line if line is not None else raw.decode("utf-8", "replace"))

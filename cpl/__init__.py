@@ -8,6 +8,22 @@ explanations), :mod:`cpl.view` (pictures) and :mod:`cpl.anomalies`.
 
 from .lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .errors import EvaluationError, GuardError, ResolveError
+    from .lang import (
+        CheckedGuard,
+        Schema,
+        ast,
+        check,
+        desugar,
+        exports,
+        parse,
+        predicate,
+        resolve,
+        to_text,
+    )
+
 __all__ = [
     "ast", "CheckedGuard", "check", "desugar", "exports", "EvaluationError", "GuardError",
     "ResolveError", "Schema", "resolve", "parse", "predicate", "to_text",

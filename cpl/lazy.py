@@ -10,6 +10,11 @@ A name that is also a submodule's (``choreo.authoring.load``, the function, in m
 ``choreo.authoring.load``) stays the exported object when the submodule is imported later,
 as an eager ``from .load import load`` left it: the face's class keeps the import
 system from rebinding it to the module.
+
+Static tools (mypy, pyright, editors) do not run the table: a face also imports its names
+under ``if TYPE_CHECKING:`` (``TYPE_CHECKING = False`` set in the face, as importing
+``typing`` would cost start-up) and lists them in ``__all__``.  Three spellings, one list:
+``tests/test_exports.py`` fails when they differ, and runs mypy to see every name.
 """
 
 from __future__ import annotations
@@ -69,7 +74,5 @@ def face(package: str, sources: dict[str, str]) -> None:
     def __dir__():
         return sorted(set(space.__dict__) | set(names))
 
-    space.__getattr__ = __getattr__
-    space.__dir__ = __dir__
-    space._lazy_names = names
+    vars(space).update(__getattr__=__getattr__, __dir__=__dir__, _lazy_names=names)
     space.__class__ = _Face

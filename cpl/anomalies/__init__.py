@@ -7,6 +7,12 @@ log of them; ``guards`` — the guard library; ``extract`` — records from a tr
 
 from ..lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .detectors import CATALOG
+    from .extract import DETECTORS, History, detect, detect_history, extract
+    from .records import OpRecord, RecordError
+
 __all__ = ["CATALOG", "DETECTORS", "History", "OpRecord", "RecordError", "detect",
            "detect_history", "extract"]
 

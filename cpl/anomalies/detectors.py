@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import Counter, defaultdict
-from typing import Mapping, Sequence
+from typing import Callable, Mapping, Sequence
 
 import attrs
 
@@ -264,7 +264,7 @@ def _present(contribution, end) -> bool:
     return same(contribution, end)
 
 
-CATALOG = {
+CATALOG: dict[str, Callable[..., list]] = {
     "stale_generation": stale_generation,
     "phantom_tool": phantom_tool,
     "causal_cascade": causal_cascade,

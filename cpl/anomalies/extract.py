@@ -142,7 +142,8 @@ def extract(trace) -> History:
         if op == "serve":
             _serve(phases, lifeline, store, known, assigned, len(commits))
         elif op == "commit_req":
-            phase = phases.get((lifeline, _string(store.get("req_agent"))))
+            requester = _string(store.get("req_agent"))
+            phase = None if requester is None else phases.get((lifeline, requester))
             if phase is not None:
                 phase.open = False
         elif op == "apply" and _string(store.get("writer")) is not None:

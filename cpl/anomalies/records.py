@@ -80,7 +80,7 @@ class OpRecord:
     def __eq__(self, other):
         return type(other) is OpRecord and self.to_json() == other.to_json()
 
-    __hash__ = None
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as its values are
 
     def to_json(self) -> dict:
         """A JSON-ready dict, sets sorted so equal records print equal."""

@@ -12,6 +12,26 @@ re-checks.
 
 from ..lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .agent import Agent
+    from .errors import (
+        LiveError,
+        LogExists,
+        LogFailed,
+        NotOwner,
+        SigningUnavailable,
+        TokenRefused,
+        UndeclaredVariable,
+        UnknownLabel,
+        UnknownLifeline,
+    )
+    from .keys import KeyRing
+    from .log import AgentLogs
+    from .refusals import refusals_of
+    from .system import System
+    from .token import MAX_TOKEN, MAX_TOKEN_TEXT, Token
+
 __all__ = ["Agent", "AgentLogs", "KeyRing", "LiveError", "LogExists", "LogFailed", "MAX_TOKEN",
            "MAX_TOKEN_TEXT", "NotOwner", "SigningUnavailable", "System", "Token", "TokenRefused",
            "UndeclaredVariable", "UnknownLabel", "UnknownLifeline", "refusals_of"]

@@ -40,7 +40,7 @@ class Agent:
         self.monitor = Monitor(system.program, lifeline, system.init.get(lifeline, {}))
         self.taken = 0  # events so far: the next is f"{lifeline}.{taken + 1}"
         self.sent = 0  # messages so far: the next is f"{lifeline}:{sent + 1}"
-        self.last: tuple = ("nothing", None)  # the latest event's kind and label, to explain
+        self.last: tuple[str, str | None] = ("nothing", None)  # the latest kind and label
         self.seen = {name: 0 for name in system.program.carried}  # frontier: B -> B-events seen
         self._received: dict[str, tuple[int, set]] = {}  # sender -> (floor, seqs above it)
         self._lock = threading.Lock()
@@ -131,7 +131,8 @@ class Agent:
             value = self.monitor.value(guard.primitive)
             try:
                 self._write("choice", label=label, guard=guard.canonical, outcome=value)
-            except LogFailed:
+            except LogFailed:  # only a log fails, and then saved is the monitor's
+                assert saved is not None
                 self.monitor.restore(saved)
                 raise
             self._took("choice", label)
@@ -207,7 +208,7 @@ class Agent:
         return self._log.write(data)
 
     def _unwrite(self, written: int) -> None:
-        if written:
+        if written and self._log is not None:  # only a log writes
             self._log.take_back(written)
 
     def _took(self, kind: str, label) -> str:

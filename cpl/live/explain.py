@@ -26,8 +26,8 @@ def explain_now(agent, guard) -> Explanation:
     frontier = {name: (f"{name}.{count}" if count else None)
                 for name, count in agent.seen.items()}
     frontier.setdefault(me, here if agent.taken else None)
-    return Explanation(here, me, *agent.last, guard.canonical, step.value, None,
-                       frontier, step)
+    kind, label = agent.last
+    return Explanation(here, me, kind, label, guard.canonical, step.value, None, frontier, step)
 
 
 class _Steps:
@@ -90,7 +90,7 @@ class _Steps:
             exports = self.program.exports[self.program.index(term.lifeline)]
             position = self.agent.system.carried[term.lifeline]
             value = self.monitor.varviews[position][exports.variables.index(term.name)]
-            source = f"{term.lifeline}.{count}"
+            source: str | None = f"{term.lifeline}.{count}"
         else:
             value = self.monitor.store.get(term.name, UNSET)
             source = self.here if self.agent.taken else None

@@ -13,14 +13,17 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
-from typing import Iterable, Mapping
+from typing import TYPE_CHECKING, Iterable, Mapping
 
 from ..errors import GuardError
-from ..lang import DEFAULT, Registry, Schema, ast, check
+from ..lang import DEFAULT, CheckedGuard, Registry, Schema, ast, check
 from ..monitor import OwnedFormula, compile_guards
 from ..trace import MOST_LIFELINES, value_problem
 from .errors import LiveError, UndeclaredVariable, UnknownLabel, UnknownLifeline
 from .keys import Signing
+
+if TYPE_CHECKING:  # named in an annotation only
+    from .token import Token
 
 MAX_NAME = 200  # characters of a lifeline, label or variable name
 
@@ -60,7 +63,7 @@ class System:
             raise LiveError(f"{both[0]!r} is both a variable and a symbol: a bare {both[0]} in a "
                             f"guard must be one or the other")
         schema = Schema(self.lifelines, self.variables, self.symbols, predicates)
-        self.guards: dict[str, tuple[str, object]] = {}  # label -> (owner, CheckedGuard)
+        self.guards: dict[str, tuple[str, CheckedGuard]] = {}  # label -> (owner, its guard)
         if not isinstance(guards, Mapping):
             raise LiveError("guards must map each label to (owner, guard text)")
         for label, entry in guards.items():

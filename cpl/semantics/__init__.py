@@ -9,6 +9,20 @@ events (:class:`Recent`).
 
 from ..lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .explain import Explainer, ExplainError, Explanation, Step, Term, explain
+    from .recent import Recent, explain_stream
+    from .reference import (
+        BeyondSlice,
+        Evaluator,
+        Horizon,
+        evaluate,
+        evaluate_all,
+        recheck,
+        vector_clocks,
+    )
+
 __all__ = ["BeyondSlice", "Evaluator", "ExplainError", "Explainer", "Explanation", "Horizon",
            "Recent", "Step", "Term", "evaluate", "evaluate_all", "explain", "explain_stream",
            "recheck", "vector_clocks"]

@@ -16,7 +16,7 @@ from typing import Mapping
 
 import attrs
 
-from ..lang import ast, check, Registry, literal_text, term_text, to_text
+from ..lang import CheckedGuard, ast, check, Registry, literal_text, term_text, to_text
 from ..trace import Trace
 from .reference import UNDEFINED, BeyondSlice, Evaluator, Horizon
 
@@ -175,7 +175,7 @@ class Explainer:
         self.horizon = horizon or Horizon()
         self.evaluator = Evaluator(trace, predicates, self.horizon.before)
         self.schema = schema if schema is not None else trace.schema(predicates)
-        self.checked: dict[str, object] = {}
+        self.checked: dict[str, CheckedGuard] = {}
 
     def explain(self, event_id: str, guard: str | None = None) -> Explanation:
         trace = self.trace

@@ -65,7 +65,8 @@ def explain_stream(stream, event_id: str, guard: str | None = None, predicates=N
     keeping the last events up to ``event_id`` rather than the trace."""
     size, reader = FIRST_SIZE, stream
     while True:
-        recent, target, ids = Recent(stream.lifelines, stream.init, size), None, []
+        recent, target = Recent(stream.lifelines, stream.init, size), None
+        ids: list[str] = []
         for event in reader.events():
             if target is not None:
                 recent.beyond(event)

@@ -19,11 +19,30 @@ reads a stream line by line.
 
 from ..lazy import face
 
-__all__ = ["Clocks", "Event", "Holder", "INCOMPLETE", "JsonLines", "KINDS", "LIVE_FORMAT", "LOCK",
-           "LogTail", "Merging", "MOST_LIFELINES", "SUFFIXES", "TooManyLifelines", "Trace",
-           "UNPLACED_FORMAT", "as_ended", "hold", "holder", "incomplete", "line_of", "unplaced_of",
-           "TraceWriter", "dump_trace", "encode_json", "left_in", "load_trace", "merge_logs",
-           "open_trace", "read_log", "parts_of", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .caps import MOST_LIFELINES, TooManyLifelines, lifelines_within_cap
+    from .clocks import Clocks
+    from .codec import LARGEST_INT, SMALLEST_INT, encode_json, value_problem
+    from .files import dump_trace, load_trace, open_trace
+    from .holder import LOCK, Holder, hold, holder
+    from .lines import JsonLines
+    from .logtail import LogTail, read_log
+    from .merge import Merging
+    from .merge import merge as merge_logs
+    from .msc import KINDS, Event, Trace
+    from .paths import unwritable
+    from .recovery import left_in, parts_of, stream_end, unfinished
+    from .stream import SUFFIXES, TraceWriter
+    from .unmerged import LIVE_FORMAT, RUN_IDENTITY
+    from .unplaced import INCOMPLETE, UNPLACED_FORMAT, as_ended, incomplete, line_of, unplaced_of
+
+__all__ = ["Clocks", "Event", "Holder", "INCOMPLETE", "JsonLines", "KINDS", "LARGEST_INT",
+           "LIVE_FORMAT", "LOCK", "LogTail", "Merging", "MOST_LIFELINES", "SMALLEST_INT",
+           "SUFFIXES", "TooManyLifelines", "Trace", "UNPLACED_FORMAT", "as_ended", "hold",
+           "holder", "incomplete", "line_of", "unplaced_of", "TraceWriter", "dump_trace",
+           "encode_json", "left_in", "load_trace", "merge_logs", "open_trace", "read_log",
+           "parts_of", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
            "lifelines_within_cap", "value_problem"]
 
 face(__name__, {
