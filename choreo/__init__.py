@@ -10,6 +10,13 @@ authoring ← analysis ← execution ← exploration.
 
 from cpl.lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .analysis import Projection, Report, project, show, validate
+    from .authoring import (
+        Choreography, ChoreographyError, Input, Lifeline, SymbolSet, Var, Where, load, load_one,
+    )
+
 __all__ = [
     "Choreography", "ChoreographyError", "Where", "load", "load_one", "Input", "Lifeline",
     "SymbolSet", "Var", "Projection", "project", "show", "Report", "validate",

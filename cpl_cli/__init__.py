@@ -21,6 +21,8 @@ from cpl.errors import GuardError, TraceError
 
 from cpl_cli.usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, complain
 
+__all__ = ["build_parser", "main"]
+
 # Each command group's module and the function that adds its commands, in the order
 # ``cpl --help`` lists them; the commands each adds.  Only the group of the command
 # run is imported (a module's imports are its commands' start-up): the whole parser is

@@ -29,10 +29,7 @@ LAYERS = ("cpl", "choreo", "runtime", "causal_guards")
 # Faces not converted yet (no ``__all__``, or a lazy table without TYPE_CHECKING imports),
 # and why: only their names' run-time resolution is checked.  A face converted, or gone,
 # must leave this list (test_the_awaiting_faces_still_wait).
-AWAITING = {
-    "choreo": "issue 30 moves choreo/ into sub-packages; converted with that move",
-    "runtime.cli": "issue 30 moves the CLI to cpl_cli/, whose face declares its __all__",
-}
+AWAITING: dict[str, str] = {}  # a face not yet converted, and why
 
 
 def _tree(face: str) -> ast.Module:

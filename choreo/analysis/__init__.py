@@ -7,6 +7,16 @@
 
 from cpl.lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .local import (
+        LAct, LAtomic, LBranch, LChoose, LLoop, LPar, LRecv, LSend, LWhile, expected_messages,
+        recipients, walk,
+    )
+    from .project import Projection, project
+    from .show import show
+    from .validate import Report, validate
+
 __all__ = ['expected_messages', 'LAct', 'LAtomic', 'LBranch', 'LChoose', 'LLoop', 'LPar', 'LRecv', 'LSend', 'LWhile', 'project', 'Projection', 'recipients', 'Report', 'show', 'validate', 'walk']
 
 face(__name__, {

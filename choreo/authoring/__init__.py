@@ -8,6 +8,17 @@ names where (:class:`Where`) a protocol went wrong.
 
 from cpl.lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .dsl import Choreography
+    from .errors import ChoreographyError, DetectorFailed, UNKNOWN, Where, shown_path
+    from .inputs import initial_stores, parse_args
+    from .load import import_file, load, load_one
+    from .model import (
+        Act, Atomic, Guard, If, Input, Lifeline, Parallel, Send, SymbolSet, Var, While, blocks,
+        conforms, participants, type_name, walk,
+    )
+
 __all__ = ['Act', 'Atomic', 'blocks', 'Choreography', 'ChoreographyError', 'conforms', 'DetectorFailed', 'Guard', 'If', 'import_file', 'initial_stores', 'Input', 'Lifeline', 'load', 'load_one', 'Parallel', 'parse_args', 'participants', 'Send', 'shown_path', 'SymbolSet', 'type_name', 'UNKNOWN', 'Var', 'walk', 'Where', 'While']
 
 face(__name__, {

@@ -11,6 +11,22 @@ a run ended.
 
 from cpl.lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .actions import Background, Interrupted
+    from .drive import Driver, complete
+    from .fingerprint import fingerprint
+    from .lineage import Keeper, Sweep, die_with_parent, kill_group
+    from .plan import Plan, prepare
+    from .runner import Message, Undeliverable
+    from .schedules import MIXED, RANDOM, SCHEDULES
+    from .simulate import RunResult, Simulator, simulate
+    from .status import (
+        DEADLOCK, DIED, EXIT_CODES, FAILED, INCOMPLETE, INTERRUPTED, LOST, NOT_JOINED, OK,
+        RunFailure, TIMEOUT, UNRESPONSIVE, VANISHED, deadlocked, run_meta, timed_out,
+    )
+    from .watchdog import simulate_watched
+
 __all__ = ['Background', 'complete', 'DEADLOCK', 'deadlocked', 'die_with_parent', 'DIED', 'Driver', 'EXIT_CODES', 'FAILED', 'fingerprint', 'INCOMPLETE', 'INTERRUPTED', 'Interrupted', 'Keeper', 'kill_group', 'LOST', 'Message', 'MIXED', 'NOT_JOINED', 'OK', 'Plan', 'prepare', 'RANDOM', 'run_meta', 'RunFailure', 'RunResult', 'SCHEDULES', 'simulate', 'simulate_watched', 'Simulator', 'Sweep', 'timed_out', 'TIMEOUT', 'Undeliverable', 'UNRESPONSIVE', 'VANISHED']
 
 face(__name__, {

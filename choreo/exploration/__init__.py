@@ -8,6 +8,12 @@ a deadline.
 
 from cpl.lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .detector_process import DEFAULT_TIMEOUT
+    from .explore import WorkerDied, explore_file
+    from .user_detectors import DetectorError, user_detectors
+
 __all__ = ['DEFAULT_TIMEOUT', 'DetectorError', 'explore_file', 'user_detectors', 'WorkerDied']
 
 face(__name__, {

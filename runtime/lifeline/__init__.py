@@ -7,6 +7,10 @@ ZeroMQ; :mod:`.eventlog` writes every event the moment it happens;
 
 from cpl.lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .process import LifelineProcess, main
+
 __all__ = ['LifelineProcess', 'main']
 
 face(__name__, {

@@ -9,6 +9,17 @@ stopped in one scope.
 
 from cpl.lazy import face
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
+if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
+    from .interrupts import Interrupts
+    from .launchers import launchers_for
+    from .parts import Claim, IDENTITY, Parts, PartsError, Taken, keep_end
+    from .ray_launcher import Place, RayActors, TOKEN, node_of
+    from .ray_reaper import Reaper
+    from .results import LastValues
+    from .supervisor import Supervisor
+    from .verdicts import before_lost
+
 __all__ = ['before_lost', 'Claim', 'IDENTITY', 'Interrupts', 'keep_end', 'LastValues', 'launchers_for', 'node_of', 'Parts', 'PartsError', 'Place', 'RayActors', 'Reaper', 'Supervisor', 'Taken', 'TOKEN']
 
 face(__name__, {
