@@ -20,13 +20,18 @@ import attrs
 import zmq
 from zmq.utils import z85
 
-from choreo.errors import ChoreographyError
+from cpl.errors import EXIT_USAGE, CplError
 
 _LONGEST = 16 << 20  # characters of a connection file: keys and addresses, a few kB a lifeline
 
 
-class JoinError(ChoreographyError):
+class JoinError(CplError):
     """A connection file or stdin blob that cannot be used (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+    def for_cli(self, command: str) -> str:
+        return f"error: {self}"
 
 
 @attrs.frozen

@@ -8,11 +8,15 @@ character.
 import re
 import sys
 
+from cpl.errors import CplError
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # 1: the input was read but the work failed
 
 
-class UsageError(Exception):
+class UsageError(CplError):
     """A command line that cannot be carried out as given (exit 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 # Characters a terminal obeys rather than shows (C0 but the line break and tab, DEL, C1), the
