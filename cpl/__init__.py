@@ -25,11 +25,11 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     )
 
 __all__ = [
-    "ast", "CheckedGuard", "check", "desugar", "exports", "EvaluationError", "GuardError",
-    "ResolveError", "Schema", "resolve", "parse", "predicate", "to_text",
+    "ast", "CheckedGuard", "check", "CplError", "desugar", "exports", "EvaluationError",
+    "GuardError", "ResolveError", "Schema", "resolve", "parse", "predicate", "to_text",
 ]
 
 face(__name__, {
-    ".errors": "EvaluationError GuardError ResolveError",
+    ".errors": "CplError EvaluationError GuardError ResolveError",
     ".lang": "CheckedGuard Schema ast check desugar exports parse predicate resolve to_text",
 })

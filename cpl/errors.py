@@ -1,10 +1,14 @@
-"""One exception family for everything a user can get wrong in a guard.
+"""The root of every error raised for a user, and the families of guards and traces.
 
-A ``GuardError`` knows where (line, column, the source line) and what was
-expected, in words; ``str()`` renders the message with a caret under the
-offending character, which is what the CLI prints.  Every message reaches a terminal
-through :func:`complain`, which escapes what a terminal would obey (names come from
-hostile input), in the CLI and in a lifeline process alike.
+``CplError`` is what the ``cpl`` command catches: each error carries the exit code
+it maps to (cli.md) and the lines the command prints for it, so one handler serves
+every family (``GuardError`` here, ``TraceError``, ``choreo``'s ``ChoreographyError``,
+``cpl.live``'s ``LiveError``...).  A ``GuardError`` knows where (line, column, the
+source line) and what was expected, in words; ``str()`` renders the message with a
+caret under the offending character, which is what the CLI prints.
+Every message reaches a terminal through :func:`complain`, which escapes what a
+terminal would obey (names come from hostile input), in the CLI and in a lifeline
+process alike.
 """
 
 from __future__ import annotations
@@ -12,10 +16,29 @@ from __future__ import annotations
 import re
 import sys
 
+EXIT_FAILED, EXIT_USAGE = 1, 2  # cli.md: the input was read but the work failed; usage
 
-class GuardError(Exception):
+
+class CplError(Exception):
+    """An error our code raises for a user: its message says what and where.
+
+    ``exit_code`` is what ``cpl`` exits with for it: 1 (the default) when the input
+    was read but the work failed, 2 for usage errors and guards or choreographies that
+    do not parse, resolve or check.  Exceptions of ours that never reach a user (a
+    fast path declining, a private signal inside one module) stay outside this root;
+    ``tests/test_errors.py`` lists them with their reasons."""
+
+    exit_code = EXIT_FAILED
+
+    def for_cli(self, command: str) -> str:
+        """The lines ``cpl COMMAND`` prints on standard error for this error."""
+        return f"cpl {command}: {self}"
+
+
+class GuardError(CplError):
     """A guard that does not parse, resolve or check."""
 
+    exit_code = EXIT_USAGE
     origin = "guard"  # what the source is, for the rendered prefix (a file name, say)
 
     def __init__(self, message: str, source: str = "", line: int = 0, column: int = 0,
@@ -60,16 +83,19 @@ class GuardError(Exception):
     def __str__(self) -> str:
         return self.render()
 
+    def for_cli(self, command: str) -> str:
+        return self.render()
+
 
 class ResolveError(GuardError):
     """A guard that parses but names something the schema does not know."""
 
 
-class EvaluationError(Exception):
+class EvaluationError(CplError):
     """A guard could not be evaluated (e.g. a user predicate raised)."""
 
 
-class TraceError(Exception):
+class TraceError(CplError):
     """A trace that is not a valid ``cpl-msc/1`` MSC; nothing is evaluated from it.
 
     ``str()`` is the whole message: the file, the event (index and id) and the problem.
@@ -85,6 +111,9 @@ class TraceError(Exception):
 
     def __str__(self) -> str:
         return f"{self.origin}: {self.message}" if self.origin else self.message
+
+    def for_cli(self, command: str) -> str:
+        return f"error: {self}"
 
 
 def line_column(source: str, offset: int) -> tuple[int, int]:

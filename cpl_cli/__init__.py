@@ -8,7 +8,8 @@ Building the parser stays import-light: an invocation imports the module of its
 command's group only (all of them for ``cpl --help``), and a command loads what it
 needs when it runs.  Exit status (``usage``): 0 success, 1 the input was read but the
 work failed, 2 usage errors and guards or choreographies that do not parse,
-resolve or check.
+resolve or check: every error of ours is a ``cpl.CplError`` that says which, and
+what to print.
 """
 
 from __future__ import annotations
@@ -17,9 +18,9 @@ import argparse
 import os
 import sys
 
-from cpl.errors import GuardError, TraceError
+from cpl.errors import CplError, TraceError
 
-from cpl_cli.usage import EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, complain
+from .usage import EXIT_FAILED, EXIT_OK, complain
 
 __all__ = ["build_parser", "main"]
 
@@ -91,36 +92,17 @@ def _command(argv: list[str]) -> str | None:
     return None
 
 
-class _Unraised(Exception):
-    """What ``except`` names for ``ChoreographyError`` while ``choreo`` is not imported."""
-
-
-def _choreography_error() -> type:
-    """``choreo.authoring.errors.ChoreographyError`` if a command imported ``choreo`` (only then can
-    one have been raised): ``cpl eval`` and ``cpl check`` do not pay for importing it."""
-    errors = sys.modules.get("choreo.authoring.errors")
-    return _Unraised if errors is None else errors.ChoreographyError
-
-
 def main(argv: list[str] | None = None) -> int:
     args = build_parser(_command(sys.argv[1:] if argv is None else argv)).parse_args(argv)
     try:
         return args.run(args)
-    except _choreography_error() as error:
-        complain(error.render())
-        return EXIT_USAGE
-    except UsageError as error:
-        complain(f"cpl {args.command}: {error}")
-        return EXIT_USAGE
-    except GuardError as error:
-        complain(error.render(getattr(error, "origin", "guard")))
-        return EXIT_USAGE
-    except TraceError as error:
-        complain(f"error: {error}")
-        from cpl.trace import unfinished
-        if error.origin and (note := unfinished(error.origin)):  # a killed run's, logs beside
-            complain(f"note: {note}")
-        return EXIT_FAILED
+    except CplError as error:  # a usage error, a guard, a trace, a choreography...
+        complain(error.for_cli(args.command))
+        if isinstance(error, TraceError) and error.origin:
+            from cpl.trace import unfinished
+            if note := unfinished(error.origin):  # a killed run's trace, its logs beside
+                complain(f"note: {note}")
+        return error.exit_code
     except KeyboardInterrupt:
         print("cpl: interrupted", file=sys.stderr)
         return 130

@@ -16,10 +16,9 @@ import json
 import sys
 import time
 
-from .arguments import (
-    add_choreography, add_command, add_detect, add_format, add_inputs, add_max_steps, add_schedule, add_seed,
-)
-from .usage import EXIT_FAILED, EXIT_OK, UsageError, for_terminal
+from .arguments import (add_choreography, add_command, add_detect, add_format, add_inputs,
+                        add_max_steps, add_schedule, add_seed)
+from .usage import EXIT_OK, UsageError, for_terminal
 
 
 def _detectors():
@@ -37,13 +36,10 @@ def yours(specs, taken, timeout: float):
     """The ``--detect`` detectors by name, each imported now: one that does not load is a
     usage error naming it (before any run), as is a ``--detector-timeout`` that is not a
     number of seconds above 0."""
-    from choreo.exploration import DetectorError, user_detectors
+    from choreo.exploration import user_detectors
     if not 0 < timeout <= 86400:  # also refuses nan; inf would wait forever
         raise UsageError("--detector-timeout: give a number of seconds above 0, at most 86400")
-    try:
-        return user_detectors(specs, taken, timeout)
-    except DetectorError as error:
-        raise UsageError(str(error)) from None
+    return user_detectors(specs, taken, timeout)  # a DetectorError is a usage error
 
 
 class _Progress:
@@ -69,7 +65,7 @@ class _Progress:
 
 
 def cmd_explore(args) -> int:
-    from choreo.exploration import WorkerDied, explore_file
+    from choreo.exploration import explore_file
 
     if args.runs < 1:
         raise UsageError(f"--runs must be at least 1, not {args.runs}")
@@ -84,18 +80,14 @@ def cmd_explore(args) -> int:
         detectors = own if detectors is None else (detectors, own)
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     counters = tuple(dict.fromkeys((*COUNTERS, *args.counter)))
-    try:
-        try:
-            result = explore_file(args.choreo, args.runs, name=args.name, seed=args.seed,
-                                  args=args.arg, detectors=detectors, schedule=args.schedule,
-                                  max_steps=args.max_steps, counters=counters,
-                                  workers=args.workers, progress=progress)
-        finally:  # before any message: the progress line is wiped first
-            if progress is not None:
-                progress.clear()
-    except WorkerDied as error:  # killed from outside, out of memory: say so, no traceback
-        print(f"cpl explore: {error}", file=sys.stderr)
-        return EXIT_FAILED
+    try:  # a worker killed from outside, out of memory: WorkerDied, exit 1, no traceback
+        result = explore_file(args.choreo, args.runs, name=args.name, seed=args.seed,
+                              args=args.arg, detectors=detectors, schedule=args.schedule,
+                              max_steps=args.max_steps, counters=counters,
+                              workers=args.workers, progress=progress)
+    finally:  # before any message: the progress line is wiped first
+        if progress is not None:
+            progress.clear()
     if args.format == "json":
         print(json.dumps(result.to_json()))
     else:

@@ -68,7 +68,7 @@ def _summary(trace, counted: _Counted) -> str:
 
 
 def cmd_export(args) -> int:
-    from cpl.export import MissingExtra, endpoint_url, otlp_batches, otlp_json, require_sdk
+    from cpl.export import endpoint_url, otlp_batches, otlp_json, require_sdk
     from .traces import read_trace
 
     if args.otlp is None and args.endpoint is None:
@@ -84,24 +84,21 @@ def cmd_export(args) -> int:
             url = endpoint_url(args.endpoint)
         except ValueError as error:
             raise UsageError(f"--endpoint: {error}") from None
+    require_sdk()  # before the trace is read: a missing extra (MissingExtra, exit 2) first
+    headers = _headers(args.header) if url is not None else {}
+    trace = read_trace(args.trace, lambda text: complain(f"warning: {text}"), whole=True)
     try:
-        require_sdk()  # before the trace is read: a missing extra is the first thing said
-        headers = _headers(args.header) if url is not None else {}
-        trace = read_trace(args.trace, lambda text: complain(f"warning: {text}"), whole=True)
-        try:
-            anchor = os.stat(args.trace).st_mtime_ns
-        except OSError:
-            anchor = 0
-        requests = _Counted(lambda: otlp_batches(trace, args.parent, anchor))
-        if output is not None:  # made as they are written (again below for --endpoint)
-            output.write(text.encode("utf-8") for text in otlp_json(requests))
-            if args.otlp != STDOUT:
-                complain(f"wrote {args.otlp}: {_summary(trace, requests)}")
-        if url is not None:
-            _post_all(requests, url, headers, args.timeout)
-            complain(f"posted to {url}: {_summary(trace, requests)}")
-    except MissingExtra as error:
-        raise UsageError(str(error)) from None
+        anchor = os.stat(args.trace).st_mtime_ns
+    except OSError:
+        anchor = 0
+    requests = _Counted(lambda: otlp_batches(trace, args.parent, anchor))
+    if output is not None:  # made as they are written (again below for --endpoint)
+        output.write(text.encode("utf-8") for text in otlp_json(requests))
+        if args.otlp != STDOUT:
+            complain(f"wrote {args.otlp}: {_summary(trace, requests)}")
+    if url is not None:
+        _post_all(requests, url, headers, args.timeout)
+        complain(f"posted to {url}: {_summary(trace, requests)}")
     return EXIT_OK
 
 

@@ -7,11 +7,15 @@ character.
 
 from cpl.errors import complain, for_terminal, json_for_terminal  # noqa: F401 - shared with runtime
 
+from cpl.errors import CplError
+
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2  # 1: the input was read but the work failed
 
 
-class UsageError(Exception):
+class UsageError(CplError):
     """A command line that cannot be carried out as given (exit 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 OPTION_FILE = 2**20  # characters of a JSON file an option names (--hosts, --place): a few names

@@ -69,20 +69,17 @@ def drawn(draw) -> Iterator[bytes]:
 
 def cmd_explain(args) -> int:
     """A stream is read keeping only its last events up to EVENT (``explain_stream``)."""
-    from cpl.semantics import ExplainError, explain, explain_stream
+    from cpl.semantics import explain, explain_stream
     from cpl.trace import Trace
     source = read_trace(args.trace, _warn)
     predicates = _predicates(args, source)
     schema = None
     if args.guard is not None:
         schema = source.schema(predicates)
-    try:
-        if isinstance(source, Trace):
-            found = explain(source, args.event, args.guard, predicates)
-        else:
-            found = explain_stream(source, args.event, args.guard, predicates, schema)
-    except ExplainError as error:
-        raise UsageError(str(error)) from None
+    if isinstance(source, Trace):  # an event or guard not there: ExplainError, exit 2
+        found = explain(source, args.event, args.guard, predicates)
+    else:
+        found = explain_stream(source, args.event, args.guard, predicates, schema)
     if args.format == "json":
         print(json_for_terminal(json.dumps(found.to_json(), ensure_ascii=False)))
     else:

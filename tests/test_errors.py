@@ -2,7 +2,8 @@
 
 Each row is the guard text and the exact ``str(GuardError)``: where (line and
 column), what was expected in words, the source line and a caret under the
-offending text, and sometimes a hint.
+offending text, and sometimes a hint.  Then the root every error of ours that
+reaches a user derives from, ``cpl.CplError``: its exit code is what ``cpl`` exits with.
 """
 
 import pytest
@@ -439,3 +440,145 @@ def test_line_column_agrees_with_the_text(text, offset):
 def test_non_text_guard():
     with pytest.raises(GuardError, match="must be text, not int"):
         parse(42)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------ one root: cpl.CplError
+
+# Packages whose exceptions are ours (the CLI's too, where it lives).
+OUR_PACKAGES = ("cpl", "choreo", "runtime", "causal_guards", "cpl_cli")
+
+# Exceptions of ours that never reach a user, by class name, each with why (a subclass of one
+# is internal too).  Besides these, by rule: private ones (a leading underscore: raised and
+# caught in their own module), those that are no ``Exception`` (``DeadlinePassed``, a
+# ``KeyboardInterrupt``: they must pass every ``except Exception``), and warnings.
+INTERNAL = {
+    "Declined": "the fast trace reader declining: the exact reader reads the trace instead",
+    "BeyondSlice": "asks its caller for more of the trace (Recent, explain, the HTML view)",
+    "UnexpectedInput": "the generated parser's: cpl.lang.parser words each as a GuardError",
+    "Undeliverable": "a duplicate message: its lifeline counts it as a refused frame",
+    "FrameRejected": "a refused frame: its lifeline counts it, warns, and the run goes on",
+    "FrameTooLarge": "its lifeline words it as the RunFailure that ends it",
+    "Taken": "cpl run words it as a usage error naming the run that holds the folder",
+    "Unlaunched": "the supervisor ends the run `not joined` or `died` with it",
+}
+
+
+def _our_exceptions() -> list[type]:
+    """Every exception class defined in a module of ours (found by importing them all)."""
+    import importlib
+    import importlib.util
+    import pkgutil
+    found: dict[type, None] = {}
+    for package in OUR_PACKAGES:
+        if importlib.util.find_spec(package) is None:  # the CLI is in one place or the other
+            continue
+        path = importlib.import_module(package).__path__
+        names = [package, *(module.name for module in pkgutil.walk_packages(path, f"{package}."))]
+        for name in names:
+            if name.rpartition(".")[2] == "__main__":  # running it is its import
+                continue
+            module = importlib.import_module(name)
+            for value in vars(module).values():
+                if (isinstance(value, type) and issubclass(value, BaseException)
+                        and value.__module__ == name):
+                    found[value] = None
+    return list(found)
+
+
+def _internal(error: type) -> str | None:
+    """Why ``error`` never reaches a user, or None if it may."""
+    if not issubclass(error, Exception):
+        return "not an Exception: a signal that must pass `except Exception`"
+    if issubclass(error, Warning):
+        return "a warning"
+    if error.__name__.startswith("_"):
+        return "private to its module"
+    return next((INTERNAL[base.__name__] for base in error.__mro__ if base.__name__ in INTERNAL
+                 and base.__module__.split(".")[0] in OUR_PACKAGES), None)
+
+
+def test_every_error_of_ours_that_reaches_a_user_is_a_cpl_error_with_an_exit_code():
+    errors = _our_exceptions()
+    assert len(errors) > 40 and cpl.CplError in errors  # the walk found them
+    outside = [f"{error.__module__}.{error.__qualname__}" for error in errors
+               if _internal(error) is None and not issubclass(error, cpl.CplError)]
+    assert outside == []  # derive it from cpl.CplError (or list it in INTERNAL, with why)
+    codes = {error.__qualname__: error.exit_code for error in errors
+             if issubclass(error, cpl.CplError)}
+    assert set(codes.values()) == {1, 2}  # cli.md: 1 the work failed, 2 usage
+    named = {name: [e for e in errors if e.__name__ == name] for name in INTERNAL}
+    assert {name: len(found) for name, found in named.items()} == dict.fromkeys(INTERNAL, 1)
+    assert not any(issubclass(error, cpl.CplError) for found in named.values()
+                   for error in found)  # INTERNAL names only errors outside the root
+
+
+def test_the_families_map_to_the_exit_codes_of_cli_md():
+    from choreo.authoring.errors import ChoreographyError, ChoreographyErrors
+    from choreo.execution.status import RunFailure
+    from cpl.errors import TraceError
+    from cpl_cli.usage import UsageError
+    from runtime.frames.ticket import JoinError
+    usage = (GuardError, cpl.ResolveError, ChoreographyError, ChoreographyErrors, UsageError,
+             JoinError)
+    assert [error.exit_code for error in usage] == [2] * len(usage)
+    failed = (TraceError, cpl.EvaluationError, RunFailure, cpl.CplError)
+    assert [error.exit_code for error in failed] == [1] * len(failed)
+    # JoinError and RunFailure are no ChoreographyError (they were, for exit code 2 only)
+    assert not issubclass(JoinError, ChoreographyError)
+    assert not issubclass(RunFailure, ChoreographyError)
+
+
+def test_what_the_cli_prints_for_each_family():
+    from choreo.authoring.errors import ChoreographyError, Where
+    from choreo.execution.status import RunFailure
+    from cpl.errors import TraceError
+    from runtime.frames.ticket import JoinError
+    assert cpl.CplError("boom").for_cli("run") == "cpl run: boom"
+    assert (GuardError.at_offset("bad", "x ==", 4).for_cli("check")
+            == "guard:1:5: error: bad\n  x ==\n      ^")
+    assert TraceError("no events", "t.json").for_cli("eval") == "error: t.json: no events"
+    assert (ChoreographyError("no", Where("c.py", 3), "  fix: yes").for_cli("run")
+            == "c.py:3: error: no\n  fix: yes")
+    assert JoinError("c.json: not text").for_cli("lifeline") == "error: c.json: not text"
+    assert (RunFailure("A", "A.2", "it broke").for_cli("run")
+            == "error: A, after A.2: it broke")
+
+
+class _Odd(cpl.CplError):
+    """An error no family has: its own exit code and words, as a new one would bring."""
+
+    exit_code = 7
+
+    def for_cli(self, command: str) -> str:
+        return f"odd, in cpl {command}"
+
+
+def test_the_cli_exits_with_the_code_of_the_error_it_caught(monkeypatch, capsys):
+    import cpl_cli.check
+    from cpl_cli import main
+
+    def fails(args):
+        raise _Odd("the message")
+
+    monkeypatch.setattr(cpl_cli.check, "cmd_check", fails)
+    assert main(["check", "x"]) == 7
+    assert capsys.readouterr().err == "odd, in cpl check\n"
+
+
+def test_a_lifeline_forked_by_its_supervisor_answers_as_cpl_lifeline(capsys):
+    from runtime.frames.ticket import JoinError
+    from runtime.supervisor.zygote import _internal as answer
+    assert answer("A", JoinError("c.json: no connection for lifeline 'A'")) == 2
+    assert answer("A", _Odd("x")) == 7
+    assert capsys.readouterr().err == ("error: c.json: no connection for lifeline 'A'\n"
+                                       "odd, in cpl lifeline\n")
+
+
+def test_a_connection_file_that_cannot_be_used_is_exit_2(tmp_path):
+    from choreo_util import cpl as run_cpl
+    connection = tmp_path / "c.json"
+    connection.write_text("x")
+    connection.chmod(0o600)
+    result = run_cpl("lifeline", "A", "--connection", str(connection))
+    said = f"error: {connection}: not a cpl connection file (Expecting value: line 1 column 1"
+    assert (result.returncode, result.stderr) == (2, f"{said} (char 0))\n")

@@ -14,7 +14,7 @@ import sys
 
 import attrs
 
-from cpl.errors import GuardError
+from cpl.errors import EXIT_FAILED, EXIT_USAGE, CplError, GuardError
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
 _SKIPPED = {os.path.abspath(contextlib.__file__)}  # `with c.if_(...)` enters through contextlib
@@ -56,8 +56,9 @@ def caller() -> Where:
     return UNKNOWN
 
 
-class ChoreographyError(Exception):
-    """A choreography that cannot be defined, projected, validated or run.
+class LocatedError(CplError):
+    """An error at a statement of the user's file: ``ChoreographyError`` (exit 2), and a
+    lifeline that failed as it ran (``choreo.execution.status.RunFailure``, exit 1).
 
     ``str()`` is the full message: ``path:line: error: message`` and any
     indented detail lines (a guard's caret rendering, a fix).
@@ -71,12 +72,6 @@ class ChoreographyError(Exception):
         self.detail = detail
         self.kind = kind  # a short tag naming the check, used by tests and tools
 
-    @staticmethod
-    def many(errors) -> "ChoreographyError":
-        """One exception for a list of problems (the list itself when there are several)."""
-        errors = list(errors)
-        return errors[0] if len(errors) == 1 else ChoreographyErrors(errors)
-
     def render(self) -> str:
         if self.where.line:
             head = f"{self.where}: error: {self.message}"
@@ -88,6 +83,21 @@ class ChoreographyError(Exception):
 
     def __str__(self) -> str:
         return self.render()
+
+    def for_cli(self, command: str) -> str:
+        return self.render()
+
+
+class ChoreographyError(LocatedError):
+    """A choreography that cannot be defined, loaded, projected or validated (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+    @staticmethod
+    def many(errors) -> "ChoreographyError":
+        """One exception for a list of problems (the list itself when there are several)."""
+        errors = list(errors)
+        return errors[0] if len(errors) == 1 else ChoreographyErrors(errors)
 
 
 class ChoreographyErrors(ChoreographyError):
@@ -113,6 +123,8 @@ def guard_detail(error: GuardError) -> str:
     return indent("\n".join(line[2:] if line.startswith("  ") else line for line in lines))
 
 
-class DetectorFailed(RuntimeError):
+class DetectorFailed(CplError, RuntimeError):
     """A user detector raised, returned what is not events, ran out of time, ended its
     process or left one running (``choreo.exploration.user_detectors``): the message names it."""
+
+    exit_code = EXIT_FAILED

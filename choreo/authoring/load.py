@@ -15,7 +15,7 @@ import sys
 import traceback
 
 from .dsl import Choreography
-from .errors import ChoreographyError, Where, indent
+from .errors import ChoreographyError, LocatedError, Where, indent
 
 
 def load(path: str) -> dict[str, Choreography]:
@@ -78,7 +78,7 @@ def _import(path: str, what: str):
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
-    except ChoreographyError:
+    except LocatedError:  # a ChoreographyError, or a RunFailure: at its own line already
         sys.modules.pop(module_name, None)
         raise
     except SyntaxError as error:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from cpl.trace import INCOMPLETE  # never a driver's: a merge that could not place every event
 
-from choreo.authoring import UNKNOWN, ChoreographyError, Where
+from choreo.authoring import UNKNOWN, LocatedError, Where
 
 OK = "ok"
 FAILED = "failed"  # a RunFailure
@@ -34,14 +34,16 @@ EXIT_CODES = {OK: 0, FAILED: 1, DEADLOCK: 1, LIMIT: 1, TIMEOUT: 1, DIED: 1, UNRE
               NOT_JOINED: 1, LOST: 1, INTERRUPTED: 130, INCOMPLETE: 1}
 
 
-class RunFailure(ChoreographyError):
+class RunFailure(LocatedError):
     """A lifeline could not take an event: ``lifeline``, where it was, and the cause.
 
     ``event`` is always an id the trace holds (or ``None``): with ``after`` (the usual
     case) the lifeline's latest event, the failed one never being taken, so the message
     says ``after Tester.1`` (``before its first event`` for ``None``); without, the
     event whose step failed.  ``traceback``: the frames of the user's own code the
-    failure came from, shown under the message (``choreo.execution.actions.user_traceback``)."""
+    failure came from, shown under the message (``choreo.execution.actions.user_traceback``).
+    Exit code 1, a run that failed (``EXIT_CODES[FAILED]``); a driver catches it and ends
+    its run ``failed``."""
 
     def __init__(self, lifeline: str, event: str | None, cause: str, where: Where = UNKNOWN,
                  kind: str = "run", after: bool = True, traceback: str = ""):

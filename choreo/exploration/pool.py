@@ -15,8 +15,10 @@ import os
 import pickle
 from typing import Callable, Iterable
 
+from cpl.errors import CplError
 
-class WorkerDied(RuntimeError):
+
+class WorkerDied(CplError, RuntimeError):
     """A worker process ended without its result (killed, out of memory, ``os._exit``)."""
 
 

@@ -30,15 +30,19 @@ from typing import Iterable
 
 import attrs
 
+from cpl.errors import EXIT_USAGE, CplError
+
 from .detector_process import DEFAULT_TIMEOUT, Failure, run
-from choreo.authoring import ChoreographyError, DetectorFailed
+from choreo.authoring import DetectorFailed, LocatedError
 
 MAX_SPEC = 1000  # characters of a spec: a path and a name
 _LOADED: dict[tuple[str, str], object] = {}  # (cwd, spec) -> function, once per process
 
 
-class DetectorError(ValueError):
+class DetectorError(CplError, ValueError):
     """A ``--detect`` spec that names no function (exit 2)."""
+
+    exit_code = EXIT_USAGE
 
 
 def split_spec(spec: str) -> tuple[str, str]:
@@ -81,7 +85,7 @@ def _module(spec: str, module_name: str):
         try:
             return import_file(module_name, "detector file",
                                "give a Python file that defines the detector function")
-        except ChoreographyError as error:
+        except LocatedError as error:  # what import_file raises, or lets through
             raise DetectorError(f"--detect {spec!r}: {error.render()}") from None
     if not all(part.isidentifier() for part in module_name.split(".")):
         raise DetectorError(f"--detect {spec!r}: {module_name!r} is neither a file.py nor a "

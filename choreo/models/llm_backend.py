@@ -9,10 +9,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from cpl.errors import CplError
+
 Messages = list[dict[str, str]]
 
 
-class LLMError(Exception):
+class LLMError(CplError):
     """An LLM action that could not produce a value, said in words for a user."""
 
     def __init__(self, message: str, *, status: int | None = None, hint: str | None = None):

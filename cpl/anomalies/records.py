@@ -18,6 +18,7 @@ from typing import Mapping
 
 import attrs
 
+from ..errors import CplError
 from ..trace import value_problem
 
 MAX_ITEMS = 10_000  # cells of a read or write set, tools of a snapshot, entries of io/co, preds
@@ -28,7 +29,7 @@ FIELDS = ("agent", "read_set", "read_values", "read_registry", "planned_tool", "
           "preds")
 
 
-class RecordError(ValueError):
+class RecordError(CplError, ValueError):
     """A record (or its JSON) that the catalog's schema cannot hold; the message names the field."""
 
 

@@ -16,6 +16,8 @@ import json
 import math
 from typing import Iterator
 
+from ..errors import EXIT_USAGE, CplError
+
 PARENTS = ("link", "message")
 MAX_TEXT = 4096  # characters of one attribute value: a backend refuses or cuts longer ones
 MAX_NAME = 256  # characters of a span name or of the variable in an attribute key
@@ -25,8 +27,10 @@ STEP = 1_000_000  # nanoseconds between the events of a trace that recorded no t
 SYSTEM = "cpl"  # messaging.system
 
 
-class MissingExtra(Exception):
+class MissingExtra(CplError):
     """The OpenTelemetry SDK is not installed (the ``otel`` extra)."""
+
+    exit_code = EXIT_USAGE
 
 
 def _sdk():

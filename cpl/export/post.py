@@ -17,6 +17,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
+from ..errors import CplError
 from .deadline import Deadline, bounded_opener
 
 TRACES_PATH = "/v1/traces"
@@ -24,7 +25,7 @@ REPLY = 1 << 20  # bytes of a collector's answer read
 DETAIL = 300  # characters of an error body quoted
 
 
-class ExportError(Exception):
+class ExportError(CplError):
     """The collector could not be reached or did not accept the spans."""
 
 

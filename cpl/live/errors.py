@@ -2,16 +2,20 @@
 
 Every error says what was asked, what the system has, and the fix, so a
 developer wiring guards into an agent never reads a ``KeyError`` from inside
-the monitor.  All are ``LiveError``s, themselves ``ValueError``s.
+the monitor.  All are ``LiveError``s, themselves ``ValueError``s (and ``cpl.CplError``s:
+exit code 2, a misuse, but for a log that failed or a token refused, 1).
 """
 
 from __future__ import annotations
 
+from ..errors import EXIT_FAILED, EXIT_USAGE, CplError
 from ..lang import did_you_mean
 
 
-class LiveError(ValueError):
+class LiveError(CplError, ValueError):
     """A misuse of the live API; the message says the fix."""
+
+    exit_code = EXIT_USAGE
 
 
 class UnknownLifeline(LiveError):
@@ -60,6 +64,7 @@ class LogFailed(LiveError):
     (``"log"``) is the short tag adapters answer with; ``path`` is the log."""
 
     reason = "log"
+    exit_code = EXIT_FAILED  # the agent's call was right; the disk was not
 
     def __init__(self, lifeline, path, why: str):
         super().__init__(f"{lifeline}'s log {path} could not take the event ({why}): the "
@@ -73,6 +78,8 @@ class TokenRefused(LiveError):
     """A token that must not reach the monitor: ``reason`` is a short tag for counting
     (``malformed``, ``oversized``, ``foreign``, ``misaddressed``, ``replayed``, ``forged``,
     ``clock``).  The agent's state is as it was."""
+
+    exit_code = EXIT_FAILED  # the input was read, and refused
 
     def __init__(self, reason: str, detail: str):
         super().__init__(f"token refused ({reason}): {detail}")

@@ -15,6 +15,7 @@ from typing import NamedTuple
 import attrs
 import msgpack
 
+from ..errors import CplError
 from ..lang import UNSET
 
 _UNSET_CODE = 1  # msgpack extension type for UNSET
@@ -22,7 +23,7 @@ _WIDE_CODE = 2  # msgpack extension type for a view bitmask past 64 bits (big-en
 _WIDEST = 1 << 16  # bytes of such a bitmask: far more subformulas than any guard exports
 
 
-class MetadataError(ValueError):
+class MetadataError(CplError, ValueError):
     """A metadata frame that does not decode: names what is wrong."""
 
 

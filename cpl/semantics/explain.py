@@ -16,6 +16,7 @@ from typing import Mapping
 
 import attrs
 
+from ..errors import EXIT_USAGE, CplError
 from ..lang import CheckedGuard, ast, check, Registry, literal_text, term_text, to_text
 from ..trace import Trace
 from .reference import UNDEFINED, BeyondSlice, Evaluator, Horizon
@@ -24,8 +25,10 @@ MAX_STEPS = 400  # steps shown in full; later ones are cut with a note
 _LISTED = 5  # event ids listed in a note before "and N more"
 
 
-class ExplainError(LookupError):
+class ExplainError(CplError, LookupError):
     """The event or guard to explain is not there (a usage error for the CLI)."""
+
+    exit_code = EXIT_USAGE
 
 
 @attrs.frozen

@@ -18,7 +18,7 @@ import re
 
 import msgpack
 
-from ..errors import TraceError
+from ..errors import CplError, TraceError
 from .wording import shown
 
 FORMAT = "cpl-msc/1"
@@ -56,7 +56,7 @@ def size_text(size: int) -> str:
     return f"{size} bytes"
 
 
-class Refused(ValueError):
+class Refused(CplError, ValueError):
     """JSON that decodes, but that no trace may hold; the message says why."""
 
 

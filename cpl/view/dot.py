@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 import shutil
 
-from ..errors import TraceError
+from ..errors import EXIT_USAGE, CplError, TraceError
 from .layout import Layout
 from .scene import (COLUMN, FALSE, FONT, GREY, INK, MARGIN, ROW, TRUE, Line, Scene, Shape,
                     scene)
@@ -33,9 +33,11 @@ _INVISIBLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u20
 _POINT = 72.0  # graphviz's sizes are in inches
 
 
-class NeedsDot(Exception):
+class NeedsDot(CplError):
     """PNG or PDF asked for where graphviz's ``dot`` program is missing (the message says
     how to install it)."""
+
+    exit_code = EXIT_USAGE
 
 
 def visible(text: str) -> str:

@@ -19,6 +19,7 @@ from typing import Iterable, NamedTuple
 
 import attrs
 
+from ..errors import EXIT_USAGE, CplError
 from ..lang import did_you_mean
 from ..semantics import Recent
 from ..trace import Event, Trace
@@ -27,8 +28,10 @@ RECENT = 4_096  # events a stream keeps for the page's explanations
 _SUGGESTED = 10_000  # event ids remembered for "did you mean"
 
 
-class NoSuchEvent(LookupError):
+class NoSuchEvent(CplError, LookupError):
     """``--highlight`` names no event of the trace (the message says so)."""
+
+    exit_code = EXIT_USAGE
 
 
 class Seen(NamedTuple):

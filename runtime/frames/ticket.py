@@ -16,15 +16,21 @@ import json
 import os
 
 import attrs
-from choreo.authoring import ChoreographyError
+
+from cpl.errors import EXIT_USAGE, CplError
 
 from .curve import Keys
 
 _LONGEST = 16 << 20  # characters of a connection file: keys and addresses, a few kB a lifeline
 
 
-class JoinError(ChoreographyError):
+class JoinError(CplError):
     """A connection file or stdin blob that cannot be used (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+    def for_cli(self, command: str) -> str:
+        return f"error: {self}"
 
 
 @attrs.frozen

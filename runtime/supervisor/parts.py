@@ -20,6 +20,7 @@ import time
 
 import attrs
 
+from cpl.errors import CplError
 from cpl.trace import (LOCK, RUN_IDENTITY, Holder, TooManyLifelines, encode_json, hold, holder,
                        lifelines_within_cap)
 
@@ -35,7 +36,7 @@ def log_of(folder: str, index: int) -> str:
     return os.path.join(folder, f"{index}.jsonl")
 
 
-class PartsError(ValueError):
+class PartsError(CplError, ValueError):
     """A folder that is not a run's parts, or not readable; the message says which."""
 
 

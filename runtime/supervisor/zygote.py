@@ -181,14 +181,15 @@ def _line(descriptor: int) -> bytes:
 
 
 def _internal(name: str, error: BaseException) -> int:
-    """What ``cpl lifeline`` answers to the same error: 2 for a connection it cannot use,
-    0 for a closed pipe, else an internal error (the traceback with ``CPL_DEBUG``)."""
-    from choreo.authoring import ChoreographyError
+    """What ``cpl lifeline`` answers to the same error: an error of ours (a connection it
+    cannot use, 2) said with its exit code, 0 for a closed pipe, else an internal error
+    (the traceback with ``CPL_DEBUG``)."""
+    from cpl.errors import CplError
     if isinstance(error, SystemExit):
         return error.code if isinstance(error.code, int) else 1
-    if isinstance(error, ChoreographyError):
-        _complain(error.render())
-        return 2
+    if isinstance(error, CplError):
+        _complain(error.for_cli("lifeline"))
+        return error.exit_code
     if isinstance(error, BrokenPipeError):
         return 0
     if os.environ.get("CPL_DEBUG"):
