@@ -10,7 +10,7 @@ from .lazy import face
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
-    from .errors import EvaluationError, GuardError, ResolveError
+    from .errors import CplError, EvaluationError, GuardError, ResolveError
     from .lang import (
         CheckedGuard,
         Schema,
