@@ -1,4 +1,4 @@
-"""The fast path for JSON documents (cpl.trace.fast) accepts only what the exact checker accepts.
+"""The fast path for JSON documents (cpl.trace.typed) accepts only what the exact checker accepts.
 
 It may decline anything (the exact checker then runs and words the problem), but
 what it accepts must be the very trace the checker builds, and every document the
@@ -13,7 +13,7 @@ import pytest
 
 from cpl.errors import TraceError
 from cpl.trace import Event, Trace
-from cpl.trace.fast import fast_trace
+from cpl.trace.typed import typed_trace
 from cpl.trace.files import _decode, dumps_trace, loads_trace, parse_trace
 
 
@@ -49,7 +49,7 @@ def loaded(raw: bytes):
 
 def check(raw: bytes) -> bool:
     """The fast path agrees with the checker; True if it accepted."""
-    fast, expected = fast_trace(raw, "t"), exact(raw)
+    fast, expected = typed_trace(raw, "t"), exact(raw)
     if fast is not None:
         assert isinstance(expected, Trace), (raw[:300], expected)
         assert fast == expected and fast.events == expected.events
@@ -102,7 +102,7 @@ def test_a_repeated_key_is_never_accepted(where, spaced):
     else:
         data["init"] = {"A": Pairs([("x", 0), ("x", 0)])}
     raw = encode(data, spaced).encode()
-    assert fast_trace(raw, "t") is None
+    assert typed_trace(raw, "t") is None
     assert "occurs twice in one object; keep one of them" in loaded(raw)
     check(raw)
 
@@ -111,13 +111,13 @@ def test_a_key_spelled_with_escapes_or_a_colon_inside_strings():
     raw = encode(base()).encode()
     # "\u0069d" is "id": a second id in other letters; colons inside strings around it
     twice = raw.replace(b'"id": "B.2",', b'"id": "B.2", "\\u0069d": "B:9",')
-    assert fast_trace(twice, "t") is None and "occurs twice" in loaded(twice)
+    assert typed_trace(twice, "t") is None and "occurs twice" in loaded(twice)
     # an escaped colon in a string would hide one member from the count: never fast
     escaped = raw.replace(b'"go: on"', b'"go\\u003a on"')
-    assert fast_trace(escaped, "t") is None
+    assert typed_trace(escaped, "t") is None
     check(escaped)
     hidden = escaped.replace(b'"kind": "choice",', b'"kind": "choice", "kind": "choice",')
-    assert fast_trace(hidden, "t") is None and "occurs twice" in loaded(hidden)
+    assert typed_trace(hidden, "t") is None and "occurs twice" in loaded(hidden)
 
 
 def test_explicit_nulls_and_odd_values_are_left_to_the_checker():
@@ -206,8 +206,8 @@ def read(raw: bytes, fast: bool):
 
 @pytest.fixture
 def small_batches(monkeypatch):
-    import cpl.trace.fast
-    monkeypatch.setattr(cpl.trace.fast, "BATCH", 2)  # declines after batches were yielded
+    import cpl.trace.typed
+    monkeypatch.setattr(cpl.trace.typed, "BATCH", 2)  # declines after batches were yielded
 
 
 def check_stream(raw: bytes) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from cpl.errors import TraceError
 from cpl.monitor import evaluations, value_step
-from cpl.trace.fast import fast_document
+from cpl.trace.typed import typed_document
 from cpl.trace.lines import JsonLines
 from test_tracefast import base, encode, exact, read, small_batches, stream_of, _mutate  # noqa: F401
 
@@ -43,7 +43,7 @@ def stepped(source, guard, lifeline):
 
 def check_document(raw: bytes, guard: str, lifeline) -> bool:
     truth = exact(raw)
-    pending = fast_document(raw, "t")
+    pending = typed_document(raw, "t")
     rows = None if pending is None else stepped(pending, guard, lifeline)
     if rows is not None:
         assert not isinstance(truth, str), (raw[:300], truth)

@@ -15,10 +15,10 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from cpl.trace import stream as tracestream, Event, Trace, dump_trace, load_trace, open_trace, TraceWriter
+from cpl.trace import Event, Trace, dump_trace, load_trace, open_trace, TraceWriter
 from cpl.errors import TraceError
 from cpl.trace.files import dumps_trace, loads_trace, parse_trace
-from cpl.trace.stream import TraceWarning
+from cpl.trace.lines import TraceWarning
 
 ROOT = Path(__file__).resolve().parents[1]
 FIG2 = ROOT / "examples" / "traces" / "fig2.json"
@@ -159,7 +159,7 @@ WRITE_RUN = """
 import resource, sys
 sys.path.insert(0, {tests!r})
 from test_tracestream import _events
-from cpl.trace.stream import TraceWriter
+from cpl.trace.writer import TraceWriter
 def peak():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 for name in sys.argv[1:]:

@@ -2,7 +2,7 @@
 
 The SVG of the flagship and of the five anomaly examples (``cpl.view.svg``, no
 graphviz) is parsed back; each line of text becomes the box it covers by the
-same width estimate the placement uses (``cpl.view.scene.width``: 0.58 em a
+same width estimate the placement uses (``cpl.view.text.width``: 0.58 em a
 character; a line is 1.25 × the font size tall, its baseline 0.95 × the size
 below the top) and each arrow the segment of its ``<path>``.  A label (``label-N``,
 ``msglabel-N``) must cross no arrow but its own and meet no other text, and an event's
@@ -25,7 +25,12 @@ from choreo import load_one
 from choreo.execution.plan import prepare
 from choreo.execution.simulate import Simulator
 from cpl.view import layout
+from cpl.view import labels
 from cpl.view import scene as scenes
+from cpl.view.fits import ID
+from cpl.view.marks import Group, Text
+from cpl.view.points import COLUMN
+from cpl.view.text import text_box, width
 from cpl.view.svg import write
 
 SVG = "{http://www.w3.org/2000/svg}"
@@ -48,7 +53,7 @@ def _anomaly(path: Path, variant: str, seed: int = 1):
 
 def _box(text: ET.Element) -> tuple[float, float, float, float]:
     size, line = float(text.get("font-size")), text.text or ""
-    x, y, w = float(text.get("x")), float(text.get("y")), scenes.width(line, size)
+    x, y, w = float(text.get("x")), float(text.get("y")), width(line, size)
     left = {"start": x, "end": x - w, "middle": x - w / 2}[text.get("text-anchor", "start")]
     top = y - 0.95 * size
     return left, top, left + w, top + 1.25 * size
@@ -160,9 +165,8 @@ def test_the_count_sees_an_id_on_an_arrow():
     drawn = scenes.scene(placed)
     arrow = next(g for g in drawn.groups if g.id.startswith("msg-")).items[0]
     x, y = (arrow.x0 + arrow.x1) / 2, (arrow.y0 + arrow.y1) / 2
-    box = scenes.text_box(["Committer.99"], scenes.ID, x, y, "middle")
-    stray = scenes.Group("id-999", "node", (scenes.Text(x, box, ("Committer.99",), scenes.ID,
-                                                         anchor="middle"),))
+    box = text_box(["Committer.99"], ID, x, y, "middle")
+    stray = Group("id-999", "node", (Text(x, box, ("Committer.99",), ID, anchor="middle"),))
     svg = write(attrs.evolve(drawn, groups=drawn.groups + (stray,))).encode("utf-8")
     assert any(found.startswith("id-999 'Committer.99' crosses msg-") for found in overlaps(svg))
 
@@ -176,11 +180,11 @@ def test_long_texts_are_wrapped_whole():
     lines = [t.text for t in label.iter(f"{SVG}text")]
     assert len(lines) > 4
     assert " ".join(lines[1:]).replace("  ", " ") == LONG_GUARD  # never cut, broken at spaces
-    assert all(scenes.width(line, 9) <= scenes.COLUMN - 24 for line in lines)
+    assert all(width(line, 9) <= COLUMN - 24 for line in lines)
 
 
 def test_the_count_fails_on_a_careless_placement(monkeypatch):
     """Labels always at their first spot (no check): the count finds what that covers."""
-    monkeypatch.setattr(scenes, "_choose", lambda spots, taken, own, final: next(iter(spots)))
+    monkeypatch.setattr(labels, "choose", lambda spots, taken, own, final: next(iter(spots)))
     placed = _longer_arrows(layout(_review(3)))
     assert len(overlaps(write(scenes.scene(placed)).encode("utf-8"))) > 5

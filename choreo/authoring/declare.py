@@ -1,169 +1,104 @@
-"""Declarations of a choreography: lifelines, symbol sets, variables, inputs, results.
+"""Checking a choreography against its declarations: the names it declares, and the
+lifelines, variables and guards its statements name.
 
-They come first in a choreography file, because guards are checked against
-them as soon as they are written: every declared variable and input is a CPL
-variable, every member of a symbol set a CPL symbol (so ``status != failed``
-resolves), any other bare name in a guard is an error.  Names are checked
-here too: identifiers, no CPL keyword, no clash between variables and
-symbols; a reference to an unknown lifeline or variable is recorded as a
-problem at the user's file and line (see ``Choreography.problems``).
+Declarations come first in a choreography file, because guards are checked
+against them as soon as they are written: every declared variable and input is
+a CPL variable, every member of a symbol set a CPL symbol (so ``status !=
+failed`` resolves), any other bare name in a guard is an error.  Names are
+checked as they are declared: identifiers, no CPL keyword, no clash between
+variables and symbols.  A reference to an unknown lifeline or variable, or a
+guard that does not check, is recorded as a problem at the user's file and line
+(see ``Choreography.problems``); a DSL call given the wrong kind of thing raises.
+Each function takes the :class:`~choreo.authoring.dsl.Choreography` being written, ``c``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Iterable
 
 import cpl
-from cpl.lang import did_you_mean, KEYWORDS
+from cpl.lang import KEYWORDS, did_you_mean
+
 from . import model
-from .errors import ChoreographyError, Where, caller
-from .model import Input, Lifeline, SymbolSet, Var
-
-_REQUIRED = object()
+from .errors import ChoreographyError, Where, guard_detail
+from .model import Guard, Input, Lifeline, SymbolSet, Var
 
 
-class Declarations:
-    """The declaring half of :class:`~choreo.authoring.dsl.Choreography`."""
+def check_name(name, what: str, where: Where) -> None:
+    """``name`` can name a ``what`` (a lifeline, a symbol, a variable)."""
+    if not (isinstance(name, str) and name.isidentifier()) or name in KEYWORDS:
+        raise ChoreographyError(f"{name!r} cannot name a {what}: use an identifier that is "
+                                f"not a guard keyword ({' '.join(sorted(KEYWORDS))})", where)
 
-    def __init__(self) -> None:
-        self.lifeline_names: list[str] = []
-        self.variables: dict[str, Var] = {}
-        self.inputs: dict[str, Input] = {}
-        self.symbol_sets: dict[str, SymbolSet] = {}
-        self.results: dict[str, tuple[str, ...]] = {}
-        self.problems: list[ChoreographyError] = []
 
-    def lifeline(self, name: str) -> Lifeline:
-        where = caller()
-        self._new_name(name, "lifeline", where)
-        if name in self.lifeline_names:
-            raise ChoreographyError(f"lifeline {name!r} is declared twice", where)
-        self.lifeline_names.append(name)
-        return Lifeline(name)
+def check_type(name: str, kind, symbol_sets: dict[str, SymbolSet], where: Where) -> None:
+    """A variable ``name`` of type ``kind`` can be declared beside ``symbol_sets``."""
+    check_name(name, "variable", where)
+    if not (isinstance(kind, SymbolSet) or kind in model.TYPES):
+        raise ChoreographyError(f"type of {name!r} must be int, float, str, bool, object or "
+                                f"a symbol set from c.symbols(...), not {kind!r}", where)
+    if any(name in s.members for s in symbol_sets.values()):
+        raise ChoreographyError(f"variable {name!r} is also a symbol", where)
 
-    def lifelines(self, *names: str) -> tuple[Lifeline, ...]:
-        return tuple(self.lifeline(name) for name in names)
 
-    def symbols(self, name: str, *members: str) -> SymbolSet:
-        """An enumerated type; ``status != failed`` then reads ``failed`` as a symbol."""
-        where = caller()
-        if not members:
-            raise ChoreographyError(f"symbol set {name!r} needs members", where)
-        for member in members:
-            self._new_name(member, "symbol", where)
-            if member in self.variables:
-                raise ChoreographyError(f"symbol {member!r} is also a variable name", where)
-        if name in self.symbol_sets and self.symbol_sets[name].members != tuple(members):
-            raise ChoreographyError(f"symbol set {name!r} is declared twice", where)
-        self.symbol_sets[name] = SymbolSet(name, tuple(members))
-        return self.symbol_sets[name]
+def lifeline_of(c, value, where: Where, context: str) -> str | None:
+    """The lifeline ``value`` names, or None (a problem recorded) if ``c`` has none such."""
+    name = value.name if isinstance(value, Lifeline) else value
+    if not isinstance(name, str):
+        raise ChoreographyError(f"{context}: expected a lifeline, got {value!r}", where)
+    if name not in c.lifeline_names:
+        c._problem(f"unknown lifeline '{name}' in {context}" + did_you_mean(name,
+                   c.lifeline_names), where, "unknown-lifeline",
+                   f"  hint: known lifelines: {', '.join(c.lifeline_names) or '(none)'}")
+        return None
+    return name
 
-    def var(self, name: str, type: Any = object, *, init: Any = _REQUIRED) -> Var:
-        """A variable; ``init`` is its initial value everywhere, or ``{lifeline: value}``."""
-        where = caller()
-        self._check_type(name, type, where)
-        pairs: tuple = ()
-        if init is not _REQUIRED:
-            if isinstance(init, dict):
-                pairs = tuple((self._lifeline(k, where, "init of " + name) or "?", v)
-                              for k, v in init.items())
-            else:
-                pairs = (("*", init),)  # every lifeline, also those declared later
-            for _, value in pairs:
-                if not model.conforms(value, type):
-                    raise ChoreographyError(f"initial value {value!r} of {name!r} is not "
-                                            f"{model.type_name(type)}", where)
-        return self._declare(Var(name, type, pairs, where), where)
 
-    def input(self, name: str, type: Any = str, *, default: Any = _REQUIRED,
-              at: Lifeline | str | Iterable | None = None) -> Input:
-        """A run parameter, ``--arg name=value``; held from the start by ``at`` (default: all)."""
-        where = caller()
-        self._check_type(name, type, where)
-        required = default is _REQUIRED
-        if not required and not model.conforms(default, type):
-            raise ChoreographyError(f"default {default!r} of input {name!r} is not "
-                                    f"{model.type_name(type)}", where)
-        places = self._lifeline_list(at, where, f"input {name!r}") if at is not None \
-            else tuple(self.lifeline_names)
-        declared = Input(name, type, None if required else default, required, places, where)
-        self.inputs[name] = declared
-        self._declare(Var(name, type, (), where), where)
-        return declared
+def lifelines_of(c, value, where: Where, context: str) -> tuple[str, ...]:
+    """The known lifelines of ``value``: one, or several."""
+    items = [value] if isinstance(value, (str, Lifeline)) else list(value)
+    return tuple(n for n in (lifeline_of(c, v, where, context) for v in items) if n)
 
-    def result(self, lifeline: Lifeline | str, *variables: Var | str) -> None:
-        """The variables a run reports for ``lifeline`` (default: its whole store)."""
-        where = caller()
-        name = self._lifeline(lifeline, where, "result")
-        names = self._variables(variables, where, "result")
-        if name:
-            self.results[name] = self.results.get(name, ()) + names
 
-    def reported_names(self, lifeline: str, store) -> tuple[str, ...]:
-        """The variables a run reports for ``lifeline``: those ``result`` declared, else
-        every variable in its ``store``."""
-        return self.results.get(lifeline) or tuple(store)
-
-    def reported(self, lifeline: str, store) -> dict:
-        """The values a run reports for ``lifeline`` (:meth:`reported_names`), unset ones
-        left out."""
-        return {x: store[x] for x in self.reported_names(lifeline, store) if x in store}
-
-    @property
-    def schema(self) -> cpl.Schema:
-        members = frozenset(m for s in self.symbol_sets.values() for m in s.members)
-        return cpl.Schema(tuple(self.lifeline_names), frozenset(self.variables), members)
-
-    # ----------------------------------------------------------------- helpers
-
-    def _problem(self, message: str, where: Where, kind: str, detail: str = "") -> None:
-        self.problems.append(ChoreographyError(message, where, detail, kind))
-
-    def _new_name(self, name, what: str, where: Where) -> None:
-        if not (isinstance(name, str) and name.isidentifier()) or name in KEYWORDS:
-            raise ChoreographyError(f"{name!r} cannot name a {what}: use an identifier that is "
-                                    f"not a guard keyword ({' '.join(sorted(KEYWORDS))})", where)
-
-    def _check_type(self, name: str, kind, where: Where) -> None:
-        self._new_name(name, "variable", where)
-        if not (isinstance(kind, SymbolSet) or kind in model.TYPES):
-            raise ChoreographyError(f"type of {name!r} must be int, float, str, bool, object or "
-                                    f"a symbol set from c.symbols(...), not {kind!r}", where)
-        if any(name in s.members for s in self.symbol_sets.values()):
-            raise ChoreographyError(f"variable {name!r} is also a symbol", where)
-
-    def _declare(self, declared: Var, where: Where) -> Var:
-        known = self.variables.get(declared.name)
-        if known is not None and known.type != declared.type:
-            raise ChoreographyError(f"variable {declared.name!r} is declared twice with "
-                                    f"different types", where)
-        self.variables[declared.name] = declared
-        return declared
-
-    def _lifeline(self, value, where: Where, context: str) -> str | None:
-        name = value.name if isinstance(value, Lifeline) else value
+def variables_of(c, values: Iterable, where: Where,
+                 context: str) -> tuple[str, ...]:
+    """The variables ``values`` name, a problem recorded for each ``c`` does not declare."""
+    names = []
+    for value in values:
+        name = value.name if isinstance(value, (Var, Input)) else value
         if not isinstance(name, str):
-            raise ChoreographyError(f"{context}: expected a lifeline, got {value!r}", where)
-        if name not in self.lifeline_names:
-            self._problem(f"unknown lifeline '{name}' in {context}" + did_you_mean(name,
-                          self.lifeline_names), where, "unknown-lifeline",
-                          f"  hint: known lifelines: {', '.join(self.lifeline_names) or '(none)'}")
-            return None
-        return name
+            raise ChoreographyError(f"{context}: expected a variable, got {value!r}", where)
+        if name not in c.variables:
+            c._problem(f"unknown variable '{name}' in {context}"
+                       + did_you_mean(name, c.variables), where, "unknown-variable",
+                       "  fix: declare it with c.var(...) before using it")
+        names.append(name)
+    return tuple(names)
 
-    def _lifeline_list(self, value, where: Where, context: str) -> tuple[str, ...]:
-        items = [value] if isinstance(value, (str, Lifeline)) else list(value)
-        return tuple(n for n in (self._lifeline(v, where, context) for v in items) if n)
 
-    def _variables(self, values: Iterable, where: Where, context: str) -> tuple[str, ...]:
-        names = []
-        for value in values:
-            name = value.name if isinstance(value, (Var, Input)) else value
-            if not isinstance(name, str):
-                raise ChoreographyError(f"{context}: expected a variable, got {value!r}", where)
-            if name not in self.variables:
-                self._problem(f"unknown variable '{name}' in {context}"
-                              + did_you_mean(name, self.variables), where, "unknown-variable",
-                              "  fix: declare it with c.var(...) before using it")
-            names.append(name)
-        return tuple(names)
+def decision_of(c, guard, at, label, tell, where: Where, what: str):
+    """An ``if_``'s or ``while_``'s owner, its guard checked against the declarations so
+    far, its label and the lifelines it tells: (owner, ``Guard``, label, told)."""
+    owner = lifeline_of(c, at, where, f"{what}(at=...)") or "?"
+    if isinstance(guard, (Var, Input)):
+        if guard.type is not bool:
+            c._problem(f"{what} guard: variable '{guard.name}' is "
+                       f"{model.type_name(guard.type)}; a variable alone as a guard "
+                       "must be bool", where, "guard")
+        guard = guard.name
+    if not isinstance(guard, str):
+        raise ChoreographyError(f"{what} needs a CPL guard text or a bool variable, "
+                                f"got {guard!r}", where)
+    text = label or " ".join(guard.split())
+    try:
+        checked = cpl.check(guard, c.schema)
+    except cpl.GuardError as error:
+        c._problem(f"in the guard of {text!r}: {error.message}", where, "guard",
+                   guard_detail(error))
+        checked = None
+    if tell is None or tell == "all":
+        told = tell
+    else:
+        told = tuple(n for n in lifelines_of(c, tell, where, f"{what}(tell=...)")
+                     if n != owner)
+    return owner, Guard(guard, checked), text, told

@@ -57,7 +57,7 @@ face(__name__, {
     ".msc": "KINDS Event Trace",
     ".paths": "unwritable",
     ".recovery": "parts_of unfinished left_in stream_end",
-    ".stream": "SUFFIXES TraceWriter",
     ".unmerged": "LIVE_FORMAT RUN_IDENTITY",
     ".unplaced": "INCOMPLETE UNPLACED_FORMAT as_ended incomplete line_of unplaced_of",
+    ".writer": "SUFFIXES TraceWriter",
 })

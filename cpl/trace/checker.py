@@ -1,10 +1,11 @@
-"""Checking ``cpl-msc/1`` traces (spec/trace.md): one ``Checker`` for documents and streams.
+"""Checking ``cpl-msc/1`` traces (docs/traces.md): one ``Checker`` for documents and streams.
 
-The checker takes the header (the document without ``events``), then events
-one at a time, then ``meta``: a JSON document is checked as a header and its
-list, a ``.jsonl`` stream line by line with the same code and messages.  Its
-state is what later events are checked against: the event ids, the message
-ids sent, and the sends still in transit; nothing per event beyond that.
+The checker takes the header (the document without ``events``, checked by
+``cpl.trace.header``), then events one at a time, then ``meta``: a JSON
+document is checked as a header and its list, a ``.jsonl`` stream line by line
+with the same code and messages.  Its state is what later events are checked
+against: the header's names, the event ids, the message ids sent, and the sends
+still in transit; nothing per event beyond that.
 
 A malformed trace is rejected as a whole, with the first problem in list
 order: a guard value computed from a broken MSC would be meaningless, so
@@ -17,25 +18,18 @@ index per event.
 
 from __future__ import annotations
 
-import re
 import sys
 from types import MappingProxyType
 
 from ..errors import TraceError
-from ..lang import did_you_mean, KEYWORDS
-from .caps import lifelines_within_cap
+from ..lang import did_you_mean
+from .codec import FORMAT
+from .header import check_lifeline, check_store, check_value, read_header, type_name
 from .issued import Issued
 from .msc import KINDS, Event, Trace
-from .codec import FORMAT, value_problem
 from .wording import first as _first, head as _head, receive_problem, shown
 
-_TOP_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init", "parts", "events",
-               "meta")
-_HEADER_FIELDS = ("format", "lifelines", "vars", "symbols", "predicates", "init", "parts")
-MOST_PREDICATES = 10_000  # more than any choreography's guards name: a hostile or broken file
-_LONGEST_NAME = 200
 _LONGEST_TIME = sys.float_info.max  # seconds: any finite float; a longer integer has no float
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # a predicate a guard can call: the grammar's NAME
 _EVENT_FIELDS = Event._fields
 _EVENT_FIELD_SET = frozenset(_EVENT_FIELDS)
 _PLAIN_TYPE_SET = frozenset((str, int, bool, type(None)))  # values that need no further check
@@ -55,19 +49,13 @@ def parse_trace(data, origin: str = "trace", *, owned: bool = False) -> Trace:
         raise checker.fail('missing "events": list the events (it may be empty)')
     raw = data["events"]
     if not isinstance(raw, list):
-        raise checker.fail(f'"events" must be a list, found {_type_name(raw)}')
+        raise checker.fail(f'"events" must be a list, found {type_name(raw)}')
     checker.scan = lambda: iter(raw)
     event = checker.event
     events = [event(item) for item in raw]
     meta = checker.meta(data.get("meta"))
     return Trace(checker.lifelines, checker.init, events, checker.vars, checker.symbols, meta,
                  predicates=checker.predicates)
-
-
-def _type_name(value) -> str:
-    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
-            int: "a number", float: "a number", type(None): "null"}.get(type(value),
-                                                                        type(value).__name__)
 
 
 class Checker:
@@ -102,58 +90,20 @@ class Checker:
     # ------------------------------------------------------- top level
 
     def header(self, data, stream: bool = False) -> None:
-        """The top-level fields but ``events`` and ``meta`` (a stream's first line)."""
-        if not isinstance(data, dict):
-            raise self.fail(f"expected a JSON object with \"format\", \"lifelines\" and "
-                            f"\"events\", found {_type_name(data)}")
-        fields = _HEADER_FIELDS if stream else _TOP_FIELDS
-        for key in data:
-            if stream and key in ("events", "meta"):
-                raise self.fail(f'the header line has "{key}": in a .jsonl stream every event '
-                                f'is a line of its own and meta is the last line '
-                                f'{{"end": META}}')
-            if key not in fields:
-                raise self.fail(f"unknown top-level field {key!r}{did_you_mean(key, fields)} "
-                                f"(fields are {', '.join(fields)})")
-        if "format" not in data:
-            raise self.fail(f'missing "format": add "format": "{FORMAT}"')
-        if data["format"] != FORMAT:
-            raise self.fail(f"format is {data['format']!r}, but this reader understands "
-                            f"'{FORMAT}'")
-        if "lifelines" not in data:
-            raise self.fail('missing "lifelines": list the lifeline names')
-        self.lifelines = self.names(lifelines_within_cap(data["lifelines"], self.origin),
-                                    "lifelines")
-        self.known = frozenset(self.lifelines)
+        """The top-level fields but ``events`` and ``meta`` (a stream's first line), checked
+        by ``cpl.trace.header``: what the events are then checked against."""
+        found = read_header(data, self.origin, stream)
+        self.lifelines, self.known = found.lifelines, frozenset(found.lifelines)
         self.ids, self.messages = Issued(self.lifelines, "."), Issued(self.lifelines, ":")
-        variables = self.names(data.get("vars"), "vars", optional=True)
-        symbols = self.names(data.get("symbols"), "symbols", optional=True)
-        if variables is not None and symbols is not None:
-            both = sorted(set(variables) & set(symbols))
-            if both:
-                raise self.fail(f"{both[0]!r} is listed both in \"vars\" and in \"symbols\"; "
-                                f"a name is one or the other")
-        self.declared = None if variables is None else frozenset(variables)
-        self.vars, self.symbols = variables, symbols
-        self.predicates = self.predicate_names(data.get("predicates"))
-        self.init = self.check_init(data.get("init"))
-        self.parts = self.parts_name(data.get("parts"))
-
-    def parts_name(self, value) -> str | None:
-        """A folder's name beside the trace: one path component, nothing that leads elsewhere."""
-        if value is None:
-            return None
-        if not (isinstance(value, str) and 0 < len(value) <= 255 and value not in (".", "..")
-                and not set(value) & {"/", "\\", "\0"}):
-            raise self.fail(f'"parts" must name a folder beside the trace (one name, no "/"), '
-                            f'found {shown(value)}')
-        return value
+        self.declared = None if found.vars is None else frozenset(found.vars)
+        self.vars, self.symbols, self.predicates = found.vars, found.symbols, found.predicates
+        self.init, self.parts = found.init, found.parts
 
     def meta(self, meta):
         if meta is not None and not isinstance(meta, dict):
-            raise self.fail(f'"meta" must be an object, found {_type_name(meta)}')
+            raise self.fail(f'"meta" must be an object, found {type_name(meta)}')
         if meta is not None:
-            self.value(meta, '"meta"')
+            check_value(meta, '"meta"', self.origin)
         return meta
 
     def variables(self) -> tuple[str, ...]:
@@ -166,78 +116,6 @@ class Checker:
         names.update(self.assigned)
         return tuple(names)
 
-    def names(self, value, field: str, optional: bool = False) -> tuple[str, ...] | None:
-        if value is None and optional:
-            return None
-        if not isinstance(value, list):
-            raise self.fail(f'"{field}" must be a list of names, found {_type_name(value)}')
-        seen: set[str] = set()
-        for name in value:
-            if not isinstance(name, str) or not name:
-                raise self.fail(f'"{field}" must list non-empty strings, found {shown(name)}')
-            if name in seen:
-                raise self.fail(f'"{field}" lists {shown(name)} twice')
-            seen.add(name)
-        return tuple(value)
-
-    def predicate_names(self, value) -> tuple[str, ...] | None:
-        """``predicates``: the application predicates the recorded guards call, by name."""
-        if value is None:
-            return None
-        if isinstance(value, list) and len(value) > MOST_PREDICATES:
-            raise self.fail(f'"predicates" lists {len(value)} names; a trace names at most '
-                            f"{MOST_PREDICATES} (the predicates its guards call)")
-        names = self.names(value, "predicates")
-        for name in names:
-            if not (len(name) <= _LONGEST_NAME and _NAME.fullmatch(name)) or name in KEYWORDS:
-                raise self.fail(f'"predicates" lists {shown(name)}, which no guard can call: a '
-                                f"predicate is named by an identifier (letters, digits, _; "
-                                f"not a keyword; at most {_LONGEST_NAME} characters)")
-        return names
-
-    def lifeline(self, name, what: str, index: int | None = None, event_id=None) -> str:
-        if not isinstance(name, str):
-            raise self.fail(f"{what} must be a lifeline name, found {_type_name(name)}",
-                            index, event_id)
-        if name not in self.lifelines:
-            raise self.fail(f"{what}: unknown lifeline {name!r}{did_you_mean(name, self.lifelines)} "
-                            f"(lifelines: {', '.join(self.lifelines) or 'none'}); add it to "
-                            f'"lifelines" or fix the name', index, event_id)
-        return name
-
-    def check_init(self, value) -> dict:
-        if value is None:
-            return {}
-        if not isinstance(value, dict):
-            raise self.fail(f'"init" must be an object lifeline → {{variable: value}}, '
-                            f"found {_type_name(value)}")
-        for name, store in value.items():
-            self.lifeline(name, '"init"')
-            self.store(store, f'"init" of {name}')
-        return value
-
-    def store(self, store, where: str, index=None, event_id=None) -> None:
-        if not isinstance(store, dict):
-            raise self.fail(f"{where} must be an object variable → value, found "
-                            f"{_type_name(store)}", index, event_id)
-        for key, value in store.items():
-            if not isinstance(key, str) or not key:
-                raise self.fail(f"{where} has the key {key!r}; variable names are non-empty "
-                                f"strings", index, event_id)
-            if self.declared is not None and key not in self.declared:
-                raise self.fail(f"{where} assigns {key!r}, which \"vars\" does not declare"
-                                f"{did_you_mean(key, self.declared)}; add it to \"vars\"",
-                                index, event_id)
-            self.value(value, f"{where}: {key!r}", index, event_id)
-
-    def value(self, value, where: str, index=None, event_id=None) -> None:
-        """JSON values only, so every trace can be written back as JSON."""
-        if value is None or isinstance(value, (bool, int, str)):
-            return
-        problem = value_problem(value)
-        if problem:
-            raise self.fail(f"{where} {problem}", index, event_id)
-
     # ----------------------------------------------------------- events
 
     def event(self, item) -> Event:
@@ -246,7 +124,7 @@ class Checker:
         event) is only put together when there is one."""
         index = self.count
         if not isinstance(item, dict):
-            raise self.fail(f"event #{index}: expected an object, found {_type_name(item)}", index)
+            raise self.fail(f"event #{index}: expected an object, found {type_name(item)}", index)
         event_id = item.get("id")
         if not isinstance(event_id, str) or not event_id:
             found = "it is missing" if event_id is None else f"found {event_id!r}"
@@ -268,7 +146,8 @@ class Checker:
             raise self.fail(f"{_head(index, event_id)}: missing \"lifeline\"", index, event_id)
         lifeline = item["lifeline"]
         if not (isinstance(lifeline, str) and lifeline in self.known):
-            self.lifeline(lifeline, _head(index, event_id), index, event_id)  # raises
+            check_lifeline(lifeline, self.lifelines, _head(index, event_id), self.origin, index,
+                           event_id)  # raises
         kind = item.get("kind")
         if kind not in KINDS:
             found = "missing \"kind\"" if kind is None else f"unknown kind {kind!r}"
@@ -283,8 +162,8 @@ class Checker:
                 raise self.bad(index, event_id, lifeline, f'a send needs "{missing}" (the '
                                f'receiving lifeline and a message id)')
             if not (isinstance(to, str) and to in self.known):
-                self.lifeline(to, f'{_head(index, event_id, lifeline)}: "to"', index,
-                              event_id)  # raises
+                check_lifeline(to, self.lifelines, f'{_head(index, event_id, lifeline)}: "to"',
+                               self.origin, index, event_id)  # raises
             if to == lifeline:
                 raise self.bad(index, event_id, lifeline, f"sends to its own lifeline "
                                f"{lifeline!r}; a message goes to another lifeline (use an act "
@@ -307,7 +186,8 @@ class Checker:
                                f"(only act and recv update the store); put the assignment on "
                                f"an act event before it")
             if not self.plain_store(updates):
-                self.store(updates, f'{_head(index, event_id, lifeline)}: "set"', index, event_id)
+                check_store(updates, f'{_head(index, event_id, lifeline)}: "set"', self.declared,
+                            self.origin, index, event_id)
         label, guard, outcome = get("label"), get("guard"), get("outcome")
         if label is not None or guard is not None or outcome is not None:
             self.decision_fields(index, event_id, lifeline, kind, label, guard, outcome)
@@ -320,8 +200,8 @@ class Checker:
             raise self.bad(index, event_id, lifeline,
                            f'"time" must be a number of seconds, found {shown(time)}')
         if payload is not None:
-            self.value(payload, f'{_head(index, event_id, lifeline)}: "payload"', index,
-                       event_id)
+            check_value(payload, f'{_head(index, event_id, lifeline)}: "payload"', self.origin,
+                        index, event_id)
         if kind == "send":
             sent = self.messages
             if sent.fresh(msg, lifeline):
@@ -364,7 +244,7 @@ class Checker:
         for field, value in (("label", label), ("guard", guard)):
             if value is not None and not isinstance(value, str):
                 raise self.bad(index, event_id, lifeline,
-                               f'"{field}" must be a string, found {_type_name(value)}')
+                               f'"{field}" must be a string, found {type_name(value)}')
         if outcome is not None and not isinstance(outcome, bool):
             raise self.bad(index, event_id, lifeline,
                            f'"outcome" must be true or false, found {outcome!r}')
@@ -387,9 +267,9 @@ class Checker:
     def clock(self, vc, head: str, index: int, event_id: str) -> None:
         if not isinstance(vc, dict):
             raise self.fail(f'{head}: "vc" must be an object lifeline → count, found '
-                            f"{_type_name(vc)}", index, event_id)
+                            f"{type_name(vc)}", index, event_id)
         for name, count in vc.items():
-            self.lifeline(name, f'{head}: "vc"', index, event_id)
+            check_lifeline(name, self.lifelines, f'{head}: "vc"', self.origin, index, event_id)
             if isinstance(count, bool) or not isinstance(count, int) or count < 0:
                 raise self.fail(f'{head}: "vc" of {name} must be a count (an integer ≥ 0), '
                                 f"found {count!r}", index, event_id)

@@ -6,7 +6,7 @@ header object followed by more lines is a stream; else a JSON document,
 falling back to msgpack).  Decoding rejects what is not a JSON or msgpack
 object (and a JSON object with a duplicate key); whether the document is a
 valid trace is ``cpl.trace.checker``'s question.  Writing goes through
-``cpl.trace.stream.TraceWriter`` only.
+``cpl.trace.writer.TraceWriter`` only.
 """
 
 from __future__ import annotations
@@ -24,9 +24,10 @@ from .msc import Trace
 from .checker import FORMAT, parse_trace
 from .codec import (LIMIT_VARIABLE, Refused, decode_json, decode_problem, json_error, read_limit,
                     size_text, unpack)
-from .fast import Pending, fast_document, fast_trace
+from .lines import JsonLines
 from .paths import readable_file
-from .stream import JsonLines, TraceWriter, form_of
+from .typed import Pending, typed_document, typed_trace
+from .writer import TraceWriter, form_of
 
 _BLANK_START = re.compile(rb"^(\xef\xbb\xbf)?[ \t\r\n]*")  # a BOM, blanks: before a stream's "{"
 
@@ -79,7 +80,7 @@ def _open(path: Path, warn, pending: bool) -> Trace | JsonLines | Pending:
         if not stream:
             if pending and form is None and not _looks_streamed(*_two_lines(raw)):
                 with collector_paused():
-                    found = fast_document(raw, str(path))
+                    found = typed_document(raw, str(path))
                 if found is not None:
                     return found
             return loads_trace(raw, str(path), msgpack_first=form == "msgpack")
@@ -122,7 +123,7 @@ def loads_trace(raw: bytes | str, origin: str = "trace", *, msgpack_first: bool 
     if not msgpack_first and _looks_streamed(*_two_lines(raw)):
         return JsonLines(raw, origin, warn).trace()
     with collector_paused():  # a trace is a million acyclic objects: see collector_paused
-        trace = None if msgpack_first else fast_trace(raw, origin)
+        trace = None if msgpack_first else typed_trace(raw, origin)
         return trace or parse_trace(_decode(raw, origin, msgpack_first), origin, owned=True)
 
 

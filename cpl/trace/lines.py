@@ -1,7 +1,7 @@
-"""Reading the streaming ``.jsonl`` form line by line (written by ``cpl.trace.stream``).
+"""Reading the streaming ``.jsonl`` form line by line (written by ``cpl.trace.writer``).
 
 ``JsonLines`` reads a stream one line at a time through ``cpl.trace.checker.Checker``
-(batches of lines through ``cpl.trace.fast`` first), so its memory is the checker's
+(batches of lines through ``cpl.trace.typed`` first), so its memory is the checker's
 state (ids, messages) and one batch of lines, not the events.
 """
 
@@ -18,7 +18,7 @@ from ..errors import TraceError
 from .msc import Event
 from .checker import Checker
 from .codec import FORMAT, LIMIT_VARIABLE, decode_json, json_error, read_limit, size_text
-from .fast import Declined, fast_stream
+from .typed import Declined, typed_stream
 from .recovery import unfinished
 
 __all__ = ["JsonLines", "TraceWarning"]
@@ -49,7 +49,7 @@ class JsonLines:
         self.cut_off = False
         self._lines: Iterator | None = None
         self._raw: Iterator | None = None  # the numbered lines ``_lines`` decodes
-        self._fast = True  # events through ``cpl.trace.fast`` until it declines
+        self._fast = True  # events through ``cpl.trace.typed`` until it declines
 
     # The header's fields, once ``header()`` has checked them.
     lifelines = property(lambda self: self.checker.lifelines)
@@ -101,14 +101,14 @@ class JsonLines:
                          f'{{"format": "{FORMAT}", "lifelines": [...]}}', self.origin)
 
     def events(self) -> Iterator[Event]:
-        """The checked events.  Batches of lines go through ``cpl.trace.fast`` first; if it
+        """The checked events.  Batches of lines go through ``cpl.trace.typed`` first; if it
         declines one, the checker reads the stream again from its start (yielding only the
         events not yielded yet), so every problem is worded by the checker."""
         if self._lines is None:
             self.header()
         skip = 0
         if self._fast:
-            outcome = yield from fast_stream(self._raw, self.checker)
+            outcome = yield from typed_stream(self._raw, self.checker)
             if type(outcome) is int:  # declined after ``outcome`` events
                 skip, self._fast = outcome, False
                 self.checker = Checker(self.origin, scan=self._raw_events, owned=True)
@@ -125,7 +125,7 @@ class JsonLines:
         after some steps: then read the stream again (``again``) through ``events()``."""
         if self._lines is None:
             self.header()
-        outcome = yield from fast_stream(self._raw, self.checker, step)
+        outcome = yield from typed_stream(self._raw, self.checker, step)
         if type(outcome) is int:
             raise Declined
         self._lines = self._records(self.warn, chain([outcome] if outcome else (), self._raw))

@@ -19,8 +19,8 @@ import shutil
 
 from ..errors import EXIT_USAGE, CplError, TraceError
 from .layout import Layout
-from .scene import (COLUMN, FALSE, FONT, GREY, INK, MARGIN, ROW, TRUE, Line, Scene, Shape,
-                    scene)
+from .points import COLUMN, MARGIN, ROW
+from .scene import FALSE, FONT, GREY, INK, TRUE, Line, Scene, Shape, scene
 
 FORMATS = ("svg", "png", "pdf", "dot")
 NEEDS_DOT = ("graphviz's 'dot' program is needed for PNG and PDF and is not installed "

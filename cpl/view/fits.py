@@ -4,14 +4,16 @@ acts and receives set.
 Neither moves anything: ``cpl.view.scene`` pulls rows apart until every label has a
 free spot, and doing that for these too would move the arrows those labels were placed
 clear of (and, on a busy run, pull rows apart for ever).  So each goes in the first of
-a few spots beside its event that covers no text and no arrow (``labels.Taken``) and
+a few spots beside its event that covers no text and no arrow (``taken.Taken``) and
 keeps clear of the lifelines, or is left out — the HTML viewer shows both on hover.
 With ``--ids`` every id is drawn: where no spot is free, in the one that covers least.
 """
 
 from __future__ import annotations
 
-from .labels import PAD, Box, Taken, choose, line_height, text_box, width, wrap
+from .labels import choose
+from .taken import Taken
+from .text import PAD, Box, line_height, text_box, width, wrap
 
 ID = 7.5  # an event id's text size
 ID_CHARS = 40  # an id longer than this does not fit by default (--ids draws it, wrapped)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import attrs
 
-from .labels import Box, line_height
+from .text import Box, line_height
 
 INK = "#212121"
 LABEL = 9.0  # label text size

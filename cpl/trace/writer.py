@@ -1,6 +1,6 @@
-"""Writing traces as they happen, and reading the streaming ``.jsonl`` form line by line.
+"""Writing traces as they happen: ``TraceWriter``, the one writer of every form.
 
-``TraceWriter`` is the one writing path for all three forms (spec/trace.md):
+``TraceWriter`` is the one writing path for all three forms (docs/traces.md):
 ``.jsonl`` streams (header line, one event per line, ``{"end": META}``); the
 JSON document is streamed too, in the layout ``dumps_trace`` always wrote (the
 header keys, ``"events": [`` one per line, ``"meta"``, the closing brace);
@@ -9,8 +9,8 @@ target, because the document's array header needs their count, and
 assembles the document at close.  Memory stays one batch of lines whatever
 the run's length.
 
-Reading a stream line by line is ``cpl.trace.lines.JsonLines`` (re-exported here, imported
-when first asked for: a writer, ``cpl run``'s, needs none of the readers and checkers).
+Reading is elsewhere (``cpl.trace.files``; a stream line by line, ``cpl.trace.lines``):
+a writer, ``cpl run``'s, imports none of the readers and checkers.
 """
 
 from __future__ import annotations
@@ -34,14 +34,7 @@ JSONL_SUFFIXES = (".jsonl",)
 MSGPACK_SUFFIXES = (".msgpack", ".mpk")
 SUFFIXES = (".json", *JSONL_SUFFIXES, *MSGPACK_SUFFIXES)  # what a trace file may end in
 
-__all__ = ["TraceWriter", "JsonLines", "TraceWarning", "form_of"]
-
-
-def __getattr__(name: str):
-    if name in ("JsonLines", "TraceWarning"):
-        from . import lines
-        return getattr(lines, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__all__ = ["SUFFIXES", "TraceWriter", "form_of"]
 
 
 def form_of(path) -> str | None:

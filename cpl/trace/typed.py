@@ -1,6 +1,7 @@
-"""The fast path for a whole JSON trace document: typed decoding in C, the rest in bulk.
+"""Traces decoded typed, in C, and checked in bulk: the fast path for JSON documents
+and the event lines of ``.jsonl`` streams.
 
-``fast_trace`` decodes with msgspec into typed structs (field names, kinds,
+``typed_trace`` decodes with msgspec into typed structs (field names, kinds,
 types and count ranges checked in C while decoding), then makes the
 checker's per-event checks as whole-column set operations.  It only has
 to be right when it *accepts*: on any failure, or anything it cannot
@@ -80,9 +81,9 @@ _first = itemgetter(0)
 _id = attrgetter("id")
 
 
-def fast_trace(raw: bytes, origin: str) -> Trace | None:
+def typed_trace(raw: bytes, origin: str) -> Trace | None:
     """The checked ``Trace`` of a JSON document, or ``None``: let the exact checker decide."""
-    pending = fast_document(raw, origin)
+    pending = typed_document(raw, origin)
     return None if pending is None else pending.trace()
 
 
@@ -90,7 +91,7 @@ class Declined(Exception):
     """The fast path cannot decide: read the trace again with the exact checker."""
 
 
-def fast_document(raw: bytes, origin: str) -> Pending | None:
+def typed_document(raw: bytes, origin: str) -> Pending | None:
     """A JSON document decoded and its header checked, its events not yet; or ``None``."""
     if raw[:3] == b"\xef\xbb\xbf":
         raw = raw[3:]
@@ -158,7 +159,7 @@ BATCH_BYTES = 1 << 20  # and at most about this many bytes of them: a line with 
 # 2,000 lifelines is 24 kB, and 2,048 of them decoded took 800 MB (issue 29, D9)
 
 
-def fast_stream(lines: Iterator, checker: Checker, step=None):
+def typed_stream(lines: Iterator, checker: Checker, step=None):
     """Yield the events of a stream's numbered event ``lines`` (after its header) a batch
     at a time (with ``step``: hand them to it, yield each batch's count); return ``None``
     at their end, the end line ``(number, bytes)`` when it comes (the caller reads it), or
