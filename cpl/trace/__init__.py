@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     from .msc import KINDS, Event, Trace
     from .paths import unwritable
     from .recovery import left_in, parts_of, stream_end, unfinished
-    from .stream import SUFFIXES, TraceWriter
+    from .writer import SUFFIXES, TraceWriter
     from .unmerged import LIVE_FORMAT, RUN_IDENTITY
     from .unplaced import INCOMPLETE, UNPLACED_FORMAT, as_ended, incomplete, line_of, unplaced_of
 
