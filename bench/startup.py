@@ -24,7 +24,7 @@ Where start-up goes (each a fresh process, medians, interleaved with the runs):
   interpreter's;
 * ``prepare(load_one(CHOREO))`` — import the choreography, validate, project,
   compile the guards — timed inside the process; the supervisor does it once
-  and forks its lifelines from there (``runtime.zygote``; before issue 19 every
+  and forks its lifelines from there (``runtime.zygote``; before, every
   lifeline did it again);
 * the CPU seconds of one process doing all three: what the supervisor spends
   before it forks the first lifeline (a lifeline started as the command, where
@@ -42,7 +42,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from p4_throughput import environment, read_trace
+from stream_throughput import environment, read_trace
 from timing import Row, children_cpu, interleaved, median, run_to_end
 
 ROOT = Path(__file__).resolve().parent.parent

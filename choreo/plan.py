@@ -33,7 +33,7 @@ class Plan:
     symbols: tuple[str, ...]
     predicates: tuple[str, ...] = ()  # the application predicates the guards call
     # lifeline -> what its every Runner derives from the plan alike (choreo.machine): built
-    # by the first, so a sweep of runs does not redo it per run (bench P5).
+    # by the first, so a sweep of runs does not redo it per run (bench/simulate_runs.py).
     shared: dict = attrs.field(factory=dict, eq=False, repr=False)
 
     @property

@@ -23,7 +23,7 @@ one that is not carried does not count its own events.  ``SlotProgram.source``
 is the generated text, for reading beside the
 paper (``cpl check GUARD --monitor A`` prints it), and is registered with
 ``linecache`` so tracebacks and debuggers show its lines.  Per-event costs were
-measured in bench/ (P1, P1 local), which is why the own clock entry is a cell of
+measured in bench/monitor*.py, which is why the own clock entry is a cell of
 its own and the store is updated with ``|=``.
 
 Names are data, never code: lifelines, variables, symbols, predicates and
@@ -137,7 +137,7 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
                 test = (f"({left} {node.op} {right} if {_type_of(node.left, left)} is "
                         f"{_type_of(node.right, right)} else {function}({left}, {right}))")
             elif not text_constant:  # <, <=, >, >=: two ints compare as Python compares
-                # them (values._ordered), without the call: P4's guard at every event
+                # them (values._ordered), without the call: stream_loop.py's guard at every event
                 kinds = {_type_of(node.left, left), _type_of(node.right, right)} - {"int"}
                 test = f"{function}({left}, {right})"
                 general = _defined([left] * l_unset + [right] * r_unset, test)
@@ -198,7 +198,7 @@ def generate_monitor(lifeline, index, slots, slot_of, roots, positions, shipped,
     own_vars = (f"varviews[{me}] = "
                 f"({''.join(f'store.get({constant(x)}, U), ' for x in own.variables)})")
     # ``store |= updates`` is dict.update without the method lookup and call: a third of
-    # the cost of a local step (bench/README.md, P1 local).  It rebinds ``store``, hence
+    # the cost of a local step (bench/monitor_local.py).  It rebinds ``store``, hence
     # the ``nonlocal store`` of act and receive.
     store_update = ["if updates:", "    store |= updates"] + (["    " + own_vars] if own.variables else [])
     merge = []  # only carried lifelines have entries to compare and copy
@@ -269,7 +269,7 @@ def slot_cell(values, slot: int):
     """The closure cell that holds slot ``slot`` (one ``values()`` returns) of the monitor
     whose ``values`` this is: its ``cell_contents`` is the slot's value at the latest event.
     ``cpl eval`` reads one slot per event, and ``values()`` builds a dict of every kept
-    slot each call (bench P6)."""
+    slot each call (bench/eval_trace.py)."""
     return values.__closure__[values.__code__.co_freevars.index(f"v{slot}")]
 
 
