@@ -15,6 +15,12 @@ a B / A under 1 is slower; for seconds, bytes and ns over 1 is slower.
 A tree from before the benches were named by what they measure has them under
 their old names (``p1_mixed.py``, ``p1_local.py``, ``p5_simulate.py``); they are
 found under those too.
+
+What the trees' difference cannot move is left out unless ``--all-rows``: the
+baselines of the monitor benches (the reference evaluator on a prefix, seconds a
+run) and the peak-memory rows of the simulator (100,000-round runs, minutes a run)
+are replaced, in the child only, by functions that return at once, and their rows
+are not printed.
 """
 
 from __future__ import annotations
@@ -34,22 +40,32 @@ BENCHES = {"monitors_mixed": ("monitors_mixed", "p1_mixed"),
            "simulate_runs": ("simulate_runs", "p5_simulate"),
            "startup": ("startup",)}
 TIMEOUT = 1800.0  # seconds for one bench in one tree
+# (module, function) the child replaces by one returning the value, unless --all-rows:
+# "" is the bench itself; and the units of the rows that then mean nothing
+SKIPPED = {"monitors_mixed": ([("baselines", "reference_seconds", 1.0),
+                               ("baselines", "global_log_seconds", 1.0)], ()),
+           "monitor_local": ([("baselines", "reference_seconds", 1.0)], ()),
+           "simulate_runs": ([("", "peak_rss_kib", 1)], ("MiB",)),
+           "startup": ([], ())}
 
 # Run in the child, in the tree: import the bench under the first name it has there,
-# run it, and write its rows as JSON to the file named by argv[1].
+# replace what is skipped, run it, and write its rows as JSON to the file named by argv[1].
 CHILD = """
 import importlib, json, sys
 from pathlib import Path
 sys.path.insert(0, "bench")
-out, quick, names = sys.argv[1], sys.argv[2] == "quick", sys.argv[3:]
+out, quick, skipped, names = sys.argv[1], sys.argv[2] == "quick", sys.argv[3], sys.argv[4:]
 name = next(n for n in names if Path("bench", n + ".py").is_file())
-rows = importlib.import_module(name).run(quick=quick)
+bench = importlib.import_module(name)
+for module, function, value in json.loads(skipped):
+    setattr(sys.modules[module] if module else bench, function, lambda *_, v=value, **__: v)
+rows = bench.run(quick=quick)
 Path(out).write_text(json.dumps([[r.what, r.value, r.unit] for r in rows]))
 """
 
 
-def measure(tree: Path, bench: str, quick: bool) -> dict[tuple[str, str], float]:
-    """One run of ``bench`` in ``tree``: {(what, unit): value}."""
+def measure(tree: Path, bench: str, quick: bool, every: bool) -> dict[tuple[str, str], float]:
+    """One run of ``bench`` in ``tree``: {(what, unit): value}; ``every``: nothing skipped."""
     names = [n for n in BENCHES[bench] if (tree / "bench" / f"{n}.py").is_file()]
     if not names:
         raise SystemExit(f"ab.py: {tree} has no bench/{BENCHES[bench][0]}.py "
@@ -57,13 +73,16 @@ def measure(tree: Path, bench: str, quick: bool) -> dict[tuple[str, str], float]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     with tempfile.TemporaryDirectory(prefix="cpl-ab-") as folder:
         out = Path(folder) / "rows.json"
-        command = [sys.executable, "-c", CHILD, str(out), "quick" if quick else "full", *names]
+        stubs, units = ([], ()) if every else SKIPPED[bench]
+        command = [sys.executable, "-c", CHILD, str(out), "quick" if quick else "full",
+                   json.dumps(stubs), *names]
         done = subprocess.run(command, cwd=tree, env=env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, text=True, timeout=TIMEOUT)
         if done.returncode != 0 or not out.is_file():
             raise SystemExit(f"ab.py: {bench} failed in {tree} (exit {done.returncode}):\n"
                              f"{done.stderr[-2000:]}")
-        return {(what, unit): value for what, value, unit in json.loads(out.read_text())}
+        return {(what, unit): value for what, value, unit in json.loads(out.read_text())
+                if unit not in units}
 
 
 def spread(values: list[float]) -> float:
@@ -93,6 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="runs of each bench per tree")
     parser.add_argument("--only", metavar="LIST", help=f"comma-separated: {', '.join(BENCHES)}")
     parser.add_argument("--quick", action="store_true", help="the benches' small sizes: a check")
+    parser.add_argument("--all-rows", action="store_true",
+                        help="run the benches whole: their baselines and memory rows too")
     args = parser.parse_args(argv)
     benches = [b.strip() for b in args.only.split(",")] if args.only else list(BENCHES)
     unknown = [b for b in benches if b not in BENCHES]
@@ -110,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
             for side in order:
                 print(f"… round {number + 1}/{args.rounds}: {bench}, {side}", file=sys.stderr,
                       flush=True)
-                runs[bench][side].append(measure(trees[side], bench, args.quick))
+                runs[bench][side].append(measure(trees[side], bench, args.quick, args.all_rows))
     print(f"A = {trees['A']}\nB = {trees['B']}\n{args.rounds} rounds, medians"
           + ("  (--quick: sizes too small to judge)" if args.quick else ""))
     print("| bench | measurement | unit | A | B | A's spread | B / A |")

@@ -82,7 +82,7 @@ def run(quick: bool = False) -> list[Row]:
             "json": lambda: cpu_seconds(json_load),
             "library": lambda: cpu_seconds(library),
             "load": lambda: cpu_seconds(lambda: load_trace(path)),
-            "evaluate": lambda: cpu_seconds(lambda: evaluate_trace(loaded, GUARD)),
+            "evaluate": lambda: cpu_seconds(lambda: evaluate_trace(loaded, GUARD)),  # noqa: F821
             "cli": lambda: _subprocess_seconds(cli_command() + ["eval", path, GUARD,
                                                                 "--format", "jsonl"]),
             "fixed": lambda: _subprocess_seconds(cli_command() + ["eval", tiny, GUARD,

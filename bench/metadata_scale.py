@@ -1,8 +1,8 @@
 """Metadata bytes per message as the run grows from 4 to 256 lifelines.
 
 The full guard (owned by the Committer, reading TestRunner and Security) on
-the mixed workload's mix (``monitors_mixed.py``) over the paper's four lifelines plus workers that no guard reads
-but that take part in the run (``workloads.scaled_trace``: the same number of
+the mix of ``monitors_mixed.py`` over the paper's four lifelines plus workers that no
+guard reads but that take part in the run (``workloads.scaled_trace``: the same number of
 events per lifeline at every size).  The metadata carries the entries of the
 lifelines some guard reads (``Program.carried``), so its size should not move.
 

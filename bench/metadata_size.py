@@ -30,7 +30,8 @@ ORCHESTRATOR_EXTRA = ("@Orchestrator.candidate == candidate", "@Orchestrator(can
 
 
 def messages(trace, guards, prune: bool = True):
-    """[(sender, Metadata)] for every send, and the Program: the trace run through fresh monitors."""
+    """[(sender, Metadata)] for every send, and the Program: the trace run through fresh
+    monitors."""
     program, _ = w.compile_program([("Committer", g) for g in guards], trace.lifelines,
                                    w.PAPER_VARS, prune)
     monitors, _ = w.monitor_handlers(program, trace.lifelines)

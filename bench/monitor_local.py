@@ -58,7 +58,8 @@ def run(quick: bool = False) -> list[Row]:
         row(f"driver loop alone (no-op act), {n:,} acts", median(driver), "events/s",
             driver),
         row("Monitor.act", median(values), "events/s", values,
-            baseline=f"cpl.semantics.reference, {head}-event prefix", baseline_value=median(reference),
+            baseline=f"cpl.semantics.reference, {head}-event prefix",
+            baseline_value=median(reference),
             target="≥ 5 M", met=median(values) >= 5e6),
         row("act work per event (minus driver)", median(net), "ns/event", net),
     ]

@@ -50,5 +50,6 @@ def run(quick: bool = False) -> list[Row]:
             baseline="unpruned monitors", baseline_value=median(unpruned),
             target="≥ 1 M", met=median(pruned) >= 1e6),
         row("monitors (pruned)", median(pruned), "events/s", pruned,
-            baseline=f"cpl.semantics.reference, {head}-event prefix", baseline_value=median(reference_rate)),
+            baseline=f"cpl.semantics.reference, {head}-event prefix",
+            baseline_value=median(reference_rate)),
     ]

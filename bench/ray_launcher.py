@@ -209,9 +209,10 @@ def startup_run(choreography: Path, args: list[str], folder: str, head: Head | N
     return run
 
 
-def p4_run(count: int, secure: bool, head: Head | None) -> dict:
-    """The stream (stream_loop.py) over local processes (``head`` None) or actors on ``head``: its rate, the
-    CPU seconds of all its processes, and of ``cpl run`` alone (Ray: the supervisor)."""
+def stream_run(count: int, secure: bool, head: Head | None) -> dict:
+    """The stream (stream_loop.py) over local processes (``head`` None) or actors on ``head``:
+    its rate, the CPU seconds of all its processes, and of ``cpl run`` alone (Ray: the
+    supervisor)."""
     sampler = head.sampler() if head else None
     before = children_cpu()
     try:
@@ -312,11 +313,11 @@ def run_on(head: Head, folder: str, quick: bool, rounds: int, count: int, raw_n:
     for setting, secure in (("insecure", False), ("CURVE", True)):
         candidates[f"raw {setting}"] = (
             lambda s=secure: raw_n / stream_throughput.raw_seconds(frames["data"], raw_n, s))
-        candidates[f"stream local {setting}"] = lambda s=secure: p4_run(count, s, None)
-        candidates[f"stream ray {setting}"] = lambda s=secure: p4_run(count, s, head)
+        candidates[f"stream local {setting}"] = lambda s=secure: stream_run(count, s, None)
+        candidates[f"stream ray {setting}"] = lambda s=secure: stream_run(count, s, head)
     if not quick:  # CPU per message: the CURVE stream minus a short one, each round
-        candidates["stream local CURVE short"] = lambda: p4_run(CPU_SHORT, True, None)
-        candidates["stream ray CURVE short"] = lambda: p4_run(CPU_SHORT, True, head)
+        candidates["stream local CURVE short"] = lambda: stream_run(CPU_SHORT, True, None)
+        candidates["stream ray CURVE short"] = lambda: stream_run(CPU_SHORT, True, head)
     runs = interleaved({name: measured(head, loads, name, f) for name, f in candidates.items()},
                        rounds)
 
@@ -383,7 +384,8 @@ def run_on(head: Head, folder: str, quick: bool, rounds: int, count: int, raw_n:
                 note=f"{note}; load {span(loads['stream local CURVE short'])}"),
             row("stream CPU per message, all processes, Ray actors, CURVE", median(ray_cpu),
                 "µs", ray_cpu, baseline="local processes", baseline_value=median(local_cpu),
-                note=f"incl. the cluster's processes; load {span(loads['stream ray CURVE short'])}"),
+                note="incl. the cluster's processes; "
+                f"load {span(loads['stream ray CURVE short'])}"),
             row("  of which cpl run (the supervisor, which the actors ship their logs to)",
                 median(supervisor), "µs", supervisor),
         ]

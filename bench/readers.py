@@ -63,11 +63,12 @@ def run(trace: str, event: str, runs: int) -> None:
                 print(f"  {name}: {found[name][-1][0]:.1f} s, {found[name][-1][1]:.0f} MiB",
                       file=sys.stderr, flush=True)
     size = os.path.getsize(trace) / 1e6
-    print(f"{trace} ({size:.0f} MB), {runs} run(s) each; {platform.processor() or platform.machine()}"
+    machine = platform.processor() or platform.machine()
+    print(f"{trace} ({size:.0f} MB), {runs} run(s) each; {machine}"
           f", {os.cpu_count()} cores, Python {platform.python_version()}, load "
           f"{os.getloadavg()[0]:.1f}")
     eval_seconds = statistics.median(s for s, _ in found["cpl eval"])
-    print(f"| command | time (median) | × eval | peak RSS (median) | max RSS | met |")
+    print("| command | time (median) | × eval | peak RSS (median) | max RSS | met |")
     print("|---|---|---|---|---|---|")
     for name, rows in found.items():
         seconds = statistics.median(s for s, _ in rows)

@@ -111,7 +111,8 @@ def main() -> int:
     parser.add_argument("--log", action="store_true", help="to_dict() each event")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--idle", action="store_true", help="B: a run of the driver a message")
-    parser.add_argument("--simulate", action="store_true", help="simulated code-review runs instead")
+    parser.add_argument("--simulate", action="store_true",
+                        help="simulated code-review runs instead")
     args = parser.parse_args()
     if args.simulate:
         simulated(args.repeat)

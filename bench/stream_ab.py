@@ -1,4 +1,4 @@
-"""A/B of stream_throughput.py's stream between source trees (a tool, not a row): interleaved, medians.
+"""A/B of stream_throughput.py's stream between source trees (a tool): interleaved, medians.
 
     python bench/stream_ab.py OLD_TREE NEW_TREE [--rounds 7] [--count 5000] [--insecure-only]
     python bench/stream_ab.py OLD_TREE NEW_TREE --cpu [--rounds 5] [--count 5000]

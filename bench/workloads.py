@@ -70,11 +70,12 @@ def mixed_trace(n: int, seed: int = 2026) -> Trace:
 
 
 def scaled_trace(lifelines: int, per_lifeline: int, seed: int = 2028) -> Trace:
-    """metadata_scale.py: the mixed workload's mix over the paper's four lifelines plus ``lifelines - 4`` workers
-    that no guard reads (they act, send and receive like the others, so the paper's
+    """metadata_scale.py: the mixed mix over the paper's four lifelines plus ``lifelines - 4``
+    workers that no guard reads (they act, send and receive like the others, so the paper's
     lifelines learn of each other through them too); ``per_lifeline`` events per
     lifeline on average, so a clock entry counts about as high at every size."""
-    names = PAPER_LIFELINES + tuple(f"Worker{i:03}" for i in range(lifelines - len(PAPER_LIFELINES)))
+    workers = lifelines - len(PAPER_LIFELINES)
+    names = PAPER_LIFELINES + tuple(f"Worker{i:03}" for i in range(workers))
     return random_trace(per_lifeline * lifelines, names, MIX_PAPER, paper_updates,
                         paper_receive_updates, deciders=("Committer",), variables=PAPER_VARS,
                         seed=seed)
@@ -162,7 +163,8 @@ def compile_program(guards: Mapping[str, str] | list[tuple[str, str]], lifelines
     schema = cpl.Schema(lifelines=tuple(lifelines), variables=frozenset(variables))
     pairs = list(guards.items()) if isinstance(guards, Mapping) else list(guards)
     checked = [(owner, cpl.check(text, schema).primitive) for owner, text in pairs]
-    program = compile_guards([OwnedFormula(owner, f) for owner, f in checked], lifelines, prune=prune)
+    owned = [OwnedFormula(owner, f) for owner, f in checked]
+    program = compile_guards(owned, lifelines, prune=prune)
     return program, [f for _, f in checked]
 
 
