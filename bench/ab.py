@@ -98,6 +98,8 @@ def report(bench: str, runs: dict[str, list[dict]]) -> list[str]:
             continue
         a = [run[key] for run in runs["A"]]
         b = [run[key] for run in runs["B"]]
+        if len(set(a + b)) == 1:
+            continue  # a constant (a quoted figure): nothing measured
         what, unit = key
         ratio = statistics.median(b) / statistics.median(a) if statistics.median(a) else 0.0
         lines.append(f"| {bench} | {what} | {unit} | {statistics.median(a):.4g} "
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (tree / "bench").is_dir():
             parser.error(f"--{side.lower()} {tree}: not a source tree (no bench/)")
     runs: dict[str, dict[str, list[dict]]] = {b: {"A": [], "B": []} for b in benches}
+    load = os.getloadavg()[0]
     for number in range(args.rounds):
         order = "AB" if number % 2 == 0 else "BA"
         for bench in benches:
@@ -132,7 +135,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"… round {number + 1}/{args.rounds}: {bench}, {side}", file=sys.stderr,
                       flush=True)
                 runs[bench][side].append(measure(trees[side], bench, args.quick, args.all_rows))
-    print(f"A = {trees['A']}\nB = {trees['B']}\n{args.rounds} rounds, medians"
+    print(f"A = {trees['A']}\nB = {trees['B']}\n{args.rounds} rounds, medians; load average "
+          f"{load:.1f} before, {os.getloadavg()[0]:.1f} after"
           + ("  (--quick: sizes too small to judge)" if args.quick else ""))
     print("| bench | measurement | unit | A | B | A's spread | B / A |")
     print("|---|---|---|---|---|---|---|")

@@ -17,6 +17,7 @@ from cpl.trace import dump_trace, load_trace
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 sys.path.insert(0, str(BENCH))
 
+import ab  # noqa: E402
 import metadata_scale  # noqa: E402
 import metadata_size  # noqa: E402
 import ray_launcher  # noqa: E402
@@ -102,6 +103,16 @@ def test_quick_run_produces_every_benchmark_row(capsys):
     assert "bench" in bench_run.table(rows)
     with pytest.raises(SystemExit):
         bench_run.select("P1")  # benches go by their file names
+
+
+def test_ab_runs_each_trees_own_bench_and_prints_b_over_a(capsys):
+    tree = str(BENCH.parent)
+    assert ab.main(["--a", tree, "--b", tree, "--rounds", "1", "--quick",
+                    "--only", "monitor_local"]) == 0
+    table = capsys.readouterr().out
+    assert "| monitor_local | Monitor.act | events/s |" in table
+    with pytest.raises(SystemExit):
+        ab.main(["--a", tree, "--b", tree, "--only", "P1"])
 
 
 @pytest.mark.xdist_group("timing")  # its Ray head must not overlap the stop timings
