@@ -43,7 +43,8 @@ KINDS = ("plain", "guarded", "guarded+logs")
 
 def bench_system() -> System:
     return System(["Author", "Reviewer", "Deployer"],
-                  {"deploy": ("Deployer", "@Reviewer(approved == true) && @Reviewer.version == version")},
+                  {"deploy": ("Deployer",
+                              "@Reviewer(approved == true) && @Reviewer.version == version")},
                   variables=["approved", "version"],
                   secret=bytes.fromhex(os.environ[SECRET_VARIABLE]))
 
@@ -57,7 +58,8 @@ def app(kind: str, logs: str) -> Starlette:
         return Starlette(routes=routes)
     agent = bench_system().agent("Deployer", log=logs if kind == "guarded+logs" else None)
     guards = {"/deploy": GuardedRoute("deploy", query=["version"])}
-    return Starlette(routes=routes, middleware=[Middleware(CausalMiddleware, agent=agent, guards=guards)])
+    middleware = [Middleware(CausalMiddleware, agent=agent, guards=guards)]
+    return Starlette(routes=routes, middleware=middleware)
 
 
 def client(kind: str, base: str, logs: str) -> httpx.Client:

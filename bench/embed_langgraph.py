@@ -1,4 +1,4 @@
-"""Per-step overhead of the LangGraph adapter (issue 17, point 5: target <= 10%).
+"""Per-step overhead of the LangGraph adapter (target: <= 10%).
 
 The code-review graph of examples/embedding/langgraph_review.py (5 node runs in 4
 supersteps per review; 13 agent events: 4 acts, 4 sends, 4 receives, 1 decision) against

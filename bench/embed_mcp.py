@@ -48,7 +48,8 @@ def bench_server(mailer) -> MCPServer:
         return f"sent {draft} to {to}"
 
     server.tool(name="plain_send")(send)
-    server.tool(name="guarded_send")(CausalTools(mailer).tool(guard="send", assign=("draft",))(send))
+    guarded = CausalTools(mailer).tool(guard="send", assign=("draft",))(send)
+    server.tool(name="guarded_send")(guarded)
     return server
 
 
@@ -109,7 +110,8 @@ async def measure(calls: int, repeats: int, secret: bytes | None, logs: str | No
     with approved_drafter(system, log("client")) as drafter:
         if stdio:
             server = StdioServerParameters(command=sys.executable,
-                                           args=[os.path.abspath(__file__), "--serve", log("server")],
+                                           args=[os.path.abspath(__file__), "--serve",
+                                                 log("server")],
                                            env=dict(os.environ))
             async with Client(server) as client:
                 runs = await rounds(client, drafter, cycle, calls, repeats, time.perf_counter)
@@ -143,8 +145,10 @@ def main() -> None:
     calls, repeats = (20, 3) if args.quick else (300, 9)
     print(f"MCP tool call: median per call of {repeats} rounds of {calls} calls per candidate")
     with tempfile.TemporaryDirectory() as logs:
-        report("in-process, unsigned, no logs", asyncio.run(measure(calls, repeats, None, None, False)))
-        report("in-process, signed, logged", asyncio.run(measure(calls, repeats, SECRET, logs, False)))
+        report("in-process, unsigned, no logs",
+               asyncio.run(measure(calls, repeats, None, None, False)))
+        report("in-process, signed, logged",
+               asyncio.run(measure(calls, repeats, SECRET, logs, False)))
         report("stdio, signed, logged", asyncio.run(measure(calls, repeats, SECRET, logs, True)))
 
 

@@ -1,14 +1,14 @@
-"""explore: 1,000 explored code-review runs (``cpl explore``'s library, issue #10).
+"""explore: 1,000 explored code-review runs (``cpl explore``'s library).
 
 ``choreo.exploration.explore.explore_file(examples/code_review.py, 1000, …)`` as ``cpl
 explore --runs 1000`` calls it: the mixed schedules (random, late, lifo,
 starve by seed), every run's trace recorded in memory and handed to the
 detectors (``cpl.anomalies.detect`` when it imports, else none), decisions
-and work counted.  Two input sizes: ``rounds=1`` (39 events a run, as P5)
+and work counted.  Two input sizes: ``rounds=1`` (39 events a run, as simulate_runs.py)
 and the example's default ``rounds=3``.
 
 * *simulator time*: the CPU seconds spent inside the runs (``Simulator.run``),
-  summed over the workers — the issue's target, ≤ 1 s for 1,000 runs;
+  summed over the workers — the target, ≤ 1 s for 1,000 runs;
 * *detectors*: the CPU seconds of the detectors on those traces;
 * *wall time* with one worker and with two (forked processes, seeds in
   chunks): what a user waits, pool start-up included, choreography loading

@@ -1,4 +1,4 @@
-"""Lifelines: ``cpl eval`` of a trace with N lifelines and one act each (issue 16, point 5).
+"""Lifelines: ``cpl eval`` of a trace with N lifelines and one act each.
 
 Before, compiling the monitors cost O(N²) (a generated module per lifeline, each
 building a table over all N lifelines): 1.2 / 5.9 / 21.5 s at N = 1k / 4k / 8k.
@@ -24,7 +24,7 @@ import os
 import subprocess
 import tempfile
 
-from p6_eval import cli_command
+from eval_trace import cli_command
 from timing import Row, child_cpu_seconds, cpu_seconds, interleaved, median
 
 SIZES = (1_000, 8_000, 64_000)

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from p4_throughput import environment
+from stream_throughput import environment
 
 ROOT = Path(__file__).resolve().parent.parent
 RAY_ENV = {"RAY_AUTH_MODE": "disabled", "RAY_USAGE_STATS_ENABLED": "0",

@@ -1,4 +1,4 @@
-"""What a kill -9 of a Ray actor loses of its lifeline's log (issue 18, point 4).
+"""What a kill -9 of a Ray actor loses of its lifeline's log.
 
 A lifeline on Ray ships its log lines to the supervisor (before each message it
 sends, when it idles, every 256 lines); the lines it logged since its last

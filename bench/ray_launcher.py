@@ -1,6 +1,6 @@
-"""Ray launcher vs local processes, in the same run (issue 18, point 7).
+"""The Ray launcher against local processes, side by side in the same run.
 
-    python bench/run.py --only ray            # about 17 minutes on 2 cores under load
+    python bench/run.py --only ray_launcher   # about 17 minutes on 2 cores under load
     python bench/ray_launcher.py [--quick] [--rounds N]
 
 **One Ray cluster for the whole bench**, started once and kept (a user's
@@ -47,7 +47,7 @@ each timing its own imports and prepare inside the worker; ``ray.shutdown()``;
 and the CPU seconds the cluster spent meanwhile.  The actors have the
 launcher's options (``num_cpus=0, max_concurrency=2``, no restarts).
 
-**P4** (as ``p4_throughput.py``: messages/s from A's first send to B's last
+**The stream** (as ``stream_throughput.py``: messages/s from A's first send to B's last
 receive, from the trace), A and B as two actors against two local processes
 and raw pyzmq + msgpack, insecure and CURVE, interleaved in the same rounds;
 and the CPU seconds per message of all the stream's processes (with CURVE: the
@@ -68,18 +68,21 @@ import subprocess
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, however run
 
-import p4_throughput  # noqa: E402
 import startup  # noqa: E402
-from p4_throughput import environment  # noqa: E402
+import stream_throughput  # noqa: E402
+from stream_throughput import environment  # noqa: E402
 from ray_head import Head, kill, load, ray_environment, session_processes  # noqa: E402
 from timing import Row, children_cpu, interleaved, median  # noqa: E402
 
+row = partial(Row, "ray_launcher")  # every row of this file is under its name
+
 ROOT = Path(__file__).resolve().parent.parent
-CPU_SHORT = 500  # P4's count whose run, taken from the full one, leaves CPU per message
+CPU_SHORT = 500  # the stream's count whose run, taken from the full one, leaves CPU per message
 
 
 def unavailable() -> str | None:
@@ -184,7 +187,7 @@ def cold_run(folder: str) -> dict:
         end = time.time()
         if process.returncode:
             raise RuntimeError(f"{' '.join(command)} exited {process.returncode}: {err}")
-        meta, events = p4_throughput.read_trace(trace)
+        meta, events = stream_throughput.read_trace(trace)
         assert meta["status"] == "ok", meta
         time.sleep(1.0)
         left = kill(list(session_processes(process.pid)))
@@ -206,14 +209,15 @@ def startup_run(choreography: Path, args: list[str], folder: str, head: Head | N
     return run
 
 
-def p4_run(count: int, secure: bool, head: Head | None) -> dict:
-    """P4's stream over local processes (``head`` None) or actors on ``head``: its rate, the
-    CPU seconds of all its processes, and of ``cpl run`` alone (Ray: the supervisor)."""
+def stream_run(count: int, secure: bool, head: Head | None) -> dict:
+    """The stream (stream_loop.py) over local processes (``head`` None) or actors on ``head``:
+    its rate, the CPU seconds of all its processes, and of ``cpl run`` alone (Ray: the
+    supervisor)."""
     sampler = head.sampler() if head else None
     before = children_cpu()
     try:
-        with tempfile.TemporaryDirectory(prefix="cpl-p4-") as folder:
-            n, seconds = p4_throughput.ours_stream(
+        with tempfile.TemporaryDirectory(prefix="cpl-stream-") as folder:
+            n, seconds = stream_throughput.ours_stream(
                 count, secure, folder, extra=ray_args(head.address) if head else [],
                 env=ray_environment() if head else None)
     finally:
@@ -272,17 +276,17 @@ def run(quick: bool = False, rounds: int | None = None) -> list[Row]:
         raise RuntimeError(f"the bench's Ray head left processes: {left}")
     note = f"load {span(loads['head'])}"
     rows += [
-        Row("ray", "one-off: ray start --head until started (2 CPUs, no dashboard)",
+        row("one-off: ray start --head until started (2 CPUs, no dashboard)",
             head.seconds, "s", [head.seconds], note=note),
-        Row("ray", "idle cluster: RSS of its processes", rss / 2**20, "MiB", [rss / 2**20],
+        row("idle cluster: RSS of its processes", rss / 2**20, "MiB", [rss / 2**20],
             note=f"{len(processes)} processes after the runs"),
-        Row("ray", "idle cluster: CPU (cores)", idle, "cores", [idle]),
+        row("idle cluster: CPU (cores)", idle, "cores", [idle]),
     ]
     if cold:
         rows += [
-            Row("ray", "one-off: --ray-address local (own Ray) → first event, 4 lifelines",
+            row("one-off: --ray-address local (own Ray) → first event, 4 lifelines",
                 cold["first"], "s", [cold["first"]], note=f"load {span(loads['cold'])}"),
-            Row("ray", "one-off: --ray-address local (own Ray), whole run, 4 lifelines",
+            row("one-off: --ray-address local (own Ray), whole run, 4 lifelines",
                 cold["total"], "s", [cold["total"]],
                 note="processes left after it: "
                      + (", ".join(map(str, cold["left"])) if cold["left"] else "none")),
@@ -296,7 +300,7 @@ def run_on(head: Head, folder: str, quick: bool, rounds: int, count: int, raw_n:
     sizes = {"4": (startup.REVIEW, ["--arg", "rounds=1"])}
     if not quick:
         sizes["32"] = (startup.RING, [])
-    frames = p4_throughput.frames()
+    frames = stream_throughput.frames()
     candidates = {}
     for size, (choreography, args) in sizes.items():
         candidates[f"local {size}"] = (
@@ -308,12 +312,12 @@ def run_on(head: Head, folder: str, quick: bool, rounds: int, count: int, raw_n:
                 lambda c=choreography, n=int(size), k=kind: probe(head, n, c, k))
     for setting, secure in (("insecure", False), ("CURVE", True)):
         candidates[f"raw {setting}"] = (
-            lambda s=secure: raw_n / p4_throughput.raw_seconds(frames["data"], raw_n, s))
-        candidates[f"P4 local {setting}"] = lambda s=secure: p4_run(count, s, None)
-        candidates[f"P4 ray {setting}"] = lambda s=secure: p4_run(count, s, head)
+            lambda s=secure: raw_n / stream_throughput.raw_seconds(frames["data"], raw_n, s))
+        candidates[f"stream local {setting}"] = lambda s=secure: stream_run(count, s, None)
+        candidates[f"stream ray {setting}"] = lambda s=secure: stream_run(count, s, head)
     if not quick:  # CPU per message: the CURVE stream minus a short one, each round
-        candidates["P4 local CURVE short"] = lambda: p4_run(CPU_SHORT, True, None)
-        candidates["P4 ray CURVE short"] = lambda: p4_run(CPU_SHORT, True, head)
+        candidates["stream local CURVE short"] = lambda: stream_run(CPU_SHORT, True, None)
+        candidates["stream ray CURVE short"] = lambda: stream_run(CPU_SHORT, True, head)
     runs = interleaved({name: measured(head, loads, name, f) for name, f in candidates.items()},
                        rounds)
 
@@ -328,9 +332,9 @@ def run_on(head: Head, folder: str, quick: bool, rounds: int, count: int, raw_n:
                            ("cpu", "CPU s of all processes")):
             mine = [r[key] for r in local]
             theirs = [r[key] for r in ray]
-            rows.append(Row("ray", f"local processes, {label}, {what}", median(mine), "s", mine,
+            rows.append(row(f"local processes, {label}, {what}", median(mine), "s", mine,
                             note=noted(f"local {size}")))
-            rows.append(Row("ray", f"Ray actors, {label}, {what}", median(theirs), "s", theirs,
+            rows.append(row(f"Ray actors, {label}, {what}", median(theirs), "s", theirs,
                             baseline="local processes", baseline_value=median(mine),
                             note=noted(f"ray {size}", "incl. the cluster's processes"
                                        if key == "cpu" else "")))
@@ -347,41 +351,42 @@ def run_on(head: Head, folder: str, quick: bool, rounds: int, count: int, raw_n:
                        ("shutdown", "driver: ray.shutdown()")] if kind == "empty" else []
             for key, label in labels:
                 values = [p[key] for p in phases]
-                rows.append(Row("ray", f"probe: {label}", median(values), "s", values,
+                rows.append(row(f"probe: {label}", median(values), "s", values,
                                 note=noted(name)))
     for setting in ("insecure", "CURVE"):
         raw = runs[f"raw {setting}"]
-        local = [r["rate"] for r in runs[f"P4 local {setting}"]]
-        ray = [r["rate"] for r in runs[f"P4 ray {setting}"]]
+        local = [r["rate"] for r in runs[f"stream local {setting}"]]
+        ray = [r["rate"] for r in runs[f"stream ray {setting}"]]
         messages = f"{2 * count + 1:,} msgs"
         rows += [
-            Row("ray", f"P4 raw pyzmq+msgpack, {setting}, {raw_n:,} frames", median(raw),
+            row(f"stream raw pyzmq+msgpack, {setting}, {raw_n:,} frames", median(raw),
                 "msgs/s", raw, note=noted(f"raw {setting}")),
-            Row("ray", f"P4 local processes A→B, {setting}, {messages}", median(local),
+            row(f"stream local processes A→B, {setting}, {messages}", median(local),
                 "msgs/s", local, baseline=f"raw, {setting}", baseline_value=median(raw),
-                note=noted(f"P4 local {setting}")),
-            Row("ray", f"P4 Ray actors A→B, {setting}, {messages}", median(ray), "msgs/s", ray,
+                note=noted(f"stream local {setting}")),
+            row(f"stream Ray actors A→B, {setting}, {messages}", median(ray), "msgs/s", ray,
                 baseline=f"local processes, {setting}", baseline_value=median(local),
-                note=noted(f"P4 ray {setting}")),
-            Row("ray", f"P4 Ray actors A→B, {setting}, vs raw", median(ray), "msgs/s", ray,
+                note=noted(f"stream ray {setting}")),
+            row(f"stream Ray actors A→B, {setting}, vs raw", median(ray), "msgs/s", ray,
                 baseline=f"raw, {setting}", baseline_value=median(raw)),
         ]
     if not quick:
         messages = 2 * (count - CPU_SHORT)
         note = f"{2 * count + 1:,} msgs minus {2 * CPU_SHORT + 1:,}, each round"
-        local, ray = runs["P4 local CURVE"], runs["P4 ray CURVE"]
-        short_local, short_ray = runs["P4 local CURVE short"], runs["P4 ray CURVE short"]
+        local, ray = runs["stream local CURVE"], runs["stream ray CURVE"]
+        short_local, short_ray = runs["stream local CURVE short"], runs["stream ray CURVE short"]
         local_cpu = per_message(local, short_local, messages, "cpu")
         ray_cpu = per_message(ray, short_ray, messages, "cpu")
         supervisor = per_message(ray, short_ray, messages, "cpl run")
         rows += [
-            Row("ray", "P4 CPU per message, all processes, local processes, CURVE",
+            row("stream CPU per message, all processes, local processes, CURVE",
                 median(local_cpu), "µs", local_cpu,
-                note=f"{note}; load {span(loads['P4 local CURVE short'])}"),
-            Row("ray", "P4 CPU per message, all processes, Ray actors, CURVE", median(ray_cpu),
+                note=f"{note}; load {span(loads['stream local CURVE short'])}"),
+            row("stream CPU per message, all processes, Ray actors, CURVE", median(ray_cpu),
                 "µs", ray_cpu, baseline="local processes", baseline_value=median(local_cpu),
-                note=f"incl. the cluster's processes; load {span(loads['P4 ray CURVE short'])}"),
-            Row("ray", "  of which cpl run (the supervisor, which the actors ship their logs to)",
+                note="incl. the cluster's processes; "
+                f"load {span(loads['stream ray CURVE short'])}"),
+            row("  of which cpl run (the supervisor, which the actors ship their logs to)",
                 median(supervisor), "µs", supervisor),
         ]
     return rows

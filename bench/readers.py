@@ -1,4 +1,4 @@
-"""readers: peak memory and time of `cpl eval`, `cpl render` and `cpl explain` on one trace (issue 16).
+"""readers: peak memory and time of `cpl eval`, `cpl render` and `cpl explain` on one trace.
 
     python bench/readers.py TRACE.jsonl EVENT [--runs 3]
     python bench/readers.py --make /tmp/t.jsonl --rounds 100000   # the trace, by a real run
@@ -7,8 +7,8 @@ Each command runs as a child process of its own, one after another, ``--runs`` t
 interleaved (eval, render html, render png, explain, eval, …); a child's peak RSS is
 ``ru_maxrss`` of its own ``wait4``, its time the wall seconds until it exited (graphviz
 is a child of the child, so the wall clock is what a user waits).  Printed: the median
-of each, and each command's median time over `cpl eval`'s (the issue's target: ≤ 2×,
-and ≤ 256 MiB peak RSS).  The trace of the issue is ``examples/code_review.py
+of each, and each command's median time over `cpl eval`'s (the target: ≤ 2×,
+and ≤ 256 MiB peak RSS).  The trace measured is ``examples/code_review.py
 --sim --seed 1 --arg rounds=100000`` streamed to ``.jsonl`` (3.2 M events, 806 MB).
 """
 
@@ -63,11 +63,12 @@ def run(trace: str, event: str, runs: int) -> None:
                 print(f"  {name}: {found[name][-1][0]:.1f} s, {found[name][-1][1]:.0f} MiB",
                       file=sys.stderr, flush=True)
     size = os.path.getsize(trace) / 1e6
-    print(f"{trace} ({size:.0f} MB), {runs} run(s) each; {platform.processor() or platform.machine()}"
+    machine = platform.processor() or platform.machine()
+    print(f"{trace} ({size:.0f} MB), {runs} run(s) each; {machine}"
           f", {os.cpu_count()} cores, Python {platform.python_version()}, load "
           f"{os.getloadavg()[0]:.1f}")
     eval_seconds = statistics.median(s for s, _ in found["cpl eval"])
-    print(f"| command | time (median) | × eval | peak RSS (median) | max RSS | met |")
+    print("| command | time (median) | × eval | peak RSS (median) | max RSS | met |")
     print("|---|---|---|---|---|---|")
     for name, rows in found.items():
         seconds = statistics.median(s for s, _ in rows)

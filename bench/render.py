@@ -1,10 +1,10 @@
-"""render: drawing a ~5,000-event MSC (issue #9), against graphviz drawing a bare graph as big.
+"""render: drawing a ~5,000-event MSC, against graphviz drawing a bare graph as big.
 
 The trace is ``examples/code_review.py`` simulated in this process with
 ``rounds=156``, seed 1 (5,008 events over 4 lifelines; ``--quick``: 5 rounds).
 Each measurement is *wall* time (for PNG, graphviz runs as a child process, ``dot
 -Kneato -n2``, through the ``graphviz`` package as ``cpl.view`` calls it; SVG is
-written by ``cpl.view.svg`` itself since issue 20), a median of interleaved rounds:
+written by ``cpl.view.svg`` itself), a median of interleaved rounds:
 
 * layout alone (``cpl.view.layout``), with the default window (``max_rows=150``:
   acts folded, then only the last 150 rows drawn) and of the whole trace

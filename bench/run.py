@@ -2,8 +2,8 @@
 
     python bench/run.py                  # everything (about ten minutes on 2 cores)
     python bench/run.py --quick          # small sizes, one or two rounds: a smoke run
-    python bench/run.py --only P1,P3     # any of P1, P1-local, P2, P3, P3-scale, P4, P5, P6,
-                                         # startup, render, lifelines; and ray (only when asked)
+    python bench/run.py --only monitors_mixed,metadata_size  # any bench's file name, without
+                                         # .py; and ray_launcher (only when asked)
     python bench/run.py --json out.json  # also write every individual measurement
 
 Every ratio is against a baseline measured in the same run; see README.md.
@@ -22,27 +22,25 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # the sibling modules, however run
 
 import lifelines  # noqa: E402
-import p1_local  # noqa: E402
-import p1_mixed  # noqa: E402
-import p2_receive  # noqa: E402
-import p3_metadata  # noqa: E402
-import p3_scale  # noqa: E402
-import p4_throughput  # noqa: E402
-import p5_simulate  # noqa: E402
-import p6_eval  # noqa: E402
+import monitor_local  # noqa: E402
+import monitors_mixed  # noqa: E402
+import monitors_receive  # noqa: E402
+import metadata_size  # noqa: E402
+import metadata_scale  # noqa: E402
+import stream_throughput  # noqa: E402
+import simulate_runs  # noqa: E402
+import eval_trace  # noqa: E402
 import ray_launcher  # noqa: E402
 import render  # noqa: E402
 import startup  # noqa: E402
 from timing import table  # noqa: E402
 
-BENCHMARKS = {"P1": p1_mixed.run, "P1-local": p1_local.run, "P2": p2_receive.run,
-              "P3": p3_metadata.run, "P3-scale": p3_scale.run, "P5": p5_simulate.run,
-              "P6": p6_eval.run}
-BENCHMARKS.update({"P4": p4_throughput.run, "startup": startup.run, "render": render.run,
-                   "lifelines": lifelines.run})
+BENCHMARKS = {module.__name__: module.run for module in (
+    monitors_mixed, monitor_local, monitors_receive, metadata_size, metadata_scale,
+    simulate_runs, eval_trace, stream_throughput, startup, render, lifelines)}
 # Run only when named in --only: they need more than this package (Ray) and start a
 # cluster of their own.
-ON_REQUEST = {"ray": ray_launcher.run}
+ON_REQUEST = {"ray_launcher": ray_launcher.run}
 
 
 def machine() -> dict:

@@ -1,9 +1,9 @@
-"""The Runner's per-step cost on P4's stream, in process, without sockets (a tool, no row).
+"""The Runner's per-step cost on stream_loop.py, in process, without sockets (a tool, no row).
 
     python bench/runner_steps.py [--count 20000] [--repeat 7] [--profile A|B] [--log]
-    python bench/runner_steps.py --p5 [--repeat 9]
+    python bench/runner_steps.py --simulate [--repeat 9]
 
-A lifeline process of ``cpl run bench/p4_stream.py`` drives its one Runner with
+A lifeline process of ``cpl run bench/stream_loop.py`` drives its one Runner with
 :class:`choreo.execution.drive.Driver` (a ``Background`` for actions: each act sees a
 snapshot of the store) and hands each event to its log.  Here A and B are
 driven the same way, each on its own: A's messages are collected instead of
@@ -12,8 +12,8 @@ drain does in a steady stream.  ``--log`` adds ``event.to_dict()`` per event
 (what the JSON log line starts from).  Prints µs per message (A takes 4 events
 a message: choice, control send, act, data send; B 2: two receives), medians
 and minimums of ``--repeat`` runs, and with ``--profile`` the top of a cProfile.
-``--p5``: CPU µs per simulated run of P5's code review (300 seeds a repeat, one
-``Simulator``), the same loop as P5's first row without its harness: quick to A/B.
+``--simulate``: CPU µs per simulated run of the code review (300 seeds a repeat, one
+``Simulator``), the same loop as simulate_runs.py's first row without its harness: quick to A/B.
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ from choreo.execution.plan import prepare  # noqa: E402
 
 
 class _Inline:
-    """A Background that is never given an awaitable: P4's action is plain (snapshot on)."""
+    """A Background that is never given an awaitable: the stream's action is plain (snapshot on)."""
 
-    def submit(self, awaitable):  # pragma: no cover - P4 has no async action
-        raise AssertionError("P4's action is synchronous")
+    def submit(self, awaitable):  # pragma: no cover - the stream has no async action
+        raise AssertionError("the stream's action is synchronous")
 
 
 def _setup():
-    choreography = load_one(str(ROOT / "bench" / "p4_stream.py"), None)
+    choreography = load_one(str(ROOT / "bench" / "stream_loop.py"), None)
     return prepare(choreography)
 
 
@@ -89,7 +89,7 @@ def run_b(plan, count: int, messages, log: bool, idle: bool = False) -> float:
     return time.thread_time() - start
 
 
-def p5(repeat: int) -> None:
+def simulated(repeat: int) -> None:
     from choreo.execution.simulate import Simulator
 
     simulator = Simulator(load_one(str(ROOT / "examples" / "code_review.py"), None))
@@ -99,7 +99,7 @@ def p5(repeat: int) -> None:
         for seed in range(300):
             simulator.run(seed=seed, values={"rounds": 1})
         times.append((time.thread_time() - start) / 300 * 1e6)
-    print(f"P5: {statistics.median(times):.0f} µs/run median, {min(times):.0f} min "
+    print(f"simulated runs: {statistics.median(times):.0f} µs/run median, {min(times):.0f} min "
           f"({repeat} x 300 seeds)")
 
 
@@ -111,10 +111,11 @@ def main() -> int:
     parser.add_argument("--log", action="store_true", help="to_dict() each event")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--idle", action="store_true", help="B: a run of the driver a message")
-    parser.add_argument("--p5", action="store_true", help="P5's simulated runs instead")
+    parser.add_argument("--simulate", action="store_true",
+                        help="simulated code-review runs instead")
     args = parser.parse_args()
-    if args.p5:
-        p5(args.repeat)
+    if args.simulate:
+        simulated(args.repeat)
         return 0
     plan = _setup()
     count = args.count

@@ -20,11 +20,11 @@ Where start-up goes (each a fresh process, medians, interleaved with the runs):
 
 * interpreter: ``python -c pass``;
 * imports of a lifeline process (``cpl_cli``, ``cpl_cli.run``,
-  ``runtime.lifeline.process``: zmq, msgpack, choreo, cpl), wall time minus the
+  ``runtime.lifeline``: zmq, msgpack, choreo, cpl), wall time minus the
   interpreter's;
 * ``prepare(load_one(CHOREO))`` — import the choreography, validate, project,
   compile the guards — timed inside the process; the supervisor does it once
-  and forks its lifelines from there (``runtime.supervisor.zygote``; before issue 19 every
+  and forks its lifelines from there (``runtime.supervisor.zygote``; before, every
   lifeline did it again);
 * the CPU seconds of one process doing all three: what the supervisor spends
   before it forks the first lifeline (a lifeline started as the command, where
@@ -42,14 +42,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from p4_throughput import environment, read_trace
+from stream_throughput import environment, read_trace
 from timing import Row, children_cpu, interleaved, median, run_to_end
 
 ROOT = Path(__file__).resolve().parent.parent
 REVIEW = ROOT / "examples" / "code_review.py"
 RING = Path(__file__).resolve().parent / "startup_ring.py"
 TIMEOUT = 300.0
-IMPORTS = "import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.frames.curve, runtime.lifeline.process"
+IMPORTS = "import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.lifeline"
 PREPARE = ("import sys, time; " + IMPORTS + "; from choreo import load_one; "
            "from choreo.execution.plan import prepare; t = time.perf_counter(); "
            "prepare(load_one(sys.argv[1])); print(time.perf_counter() - t)")

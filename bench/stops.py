@@ -1,4 +1,4 @@
-"""How fast ``cpl run`` over processes stops: Ctrl-C and ``--timeout`` (issues #15, #28).
+"""How fast ``cpl run`` over processes stops: Ctrl-C and ``--timeout``.
 
     python bench/stops.py [--tries 20] [--seed 1] [--root DIR] [--busy N]
                           [--only ctrl-c|timeout|ctrl-c-from-start]
@@ -15,7 +15,7 @@ to measure old code):
   an action); seconds from the signal to the exit;
 * **--timeout T**: T drawn from 1–3 s; seconds from the process's start to
   its exit, minus T;
-* **Ctrl-C from the start** (issue #28): ``examples/code_review.py --arg
+* **Ctrl-C from the start**: ``examples/code_review.py --arg
   rounds=100000``, four lifelines in a busy loop logging tens of thousands of
   events a second, SIGINT at a moment drawn from 0–3 s after the process
   started (its imports, the lifelines' start-up and the run alike); seconds
@@ -23,7 +23,7 @@ to measure old code):
   it, must say ``interrupted``.
 
 ``--busy N`` runs N processes burning CPU for the whole bench (4 on a 2-core
-machine: the load of issue #28), ended with it.
+machine: a heavily shared machine), ended with it.
 
 Each try also checks that the trace was written and says ``interrupted`` /
 ``timeout``, and that no process of the run is left; a run still there

@@ -18,7 +18,7 @@ import cpl
 from cpl.monitor import OwnedFormula, compile_guards, Monitor
 from cpl.trace import Event, Trace
 
-# ------------------------------------------------------------------ P1: the paper's workflow
+# -------------------------------------------- the paper's workflow (monitors_mixed.py and others)
 
 PAPER_LIFELINES = ("Orchestrator", "TestRunner", "Security", "Committer")
 PAPER_VARS = ("status", "candidate")
@@ -33,7 +33,7 @@ GUARD_FULL = ("@TestRunner.candidate == candidate && @Security.candidate == cand
 LOCAL_GUARD = "status != failed S status == passed"
 
 # Committer guards that never read TestRunner: adding them must not change the
-# size of TestRunner's messages (P3).
+# size of TestRunner's messages (metadata_size.py).
 EXTRA_GUARDS = (
     "candidate == c1",
     "Y candidate != c2",
@@ -42,7 +42,7 @@ EXTRA_GUARDS = (
     "@Orchestrator(candidate == c1 S candidate == c2)",
 )
 
-MIX_P1 = {"act": 0.30, "send": 0.30, "recv": 0.30, "choice": 0.10}
+MIX_PAPER = {"act": 0.30, "send": 0.30, "recv": 0.30, "choice": 0.10}
 
 
 def paper_updates(lifeline: str, rng: random.Random) -> dict:
@@ -63,29 +63,30 @@ def paper_receive_updates(lifeline: str, rng: random.Random) -> dict:
 
 
 def mixed_trace(n: int, seed: int = 2026) -> Trace:
-    """P1: ~30% act, 30% send, 30% recv, 10% choice (at the Committer) over the four
+    """~30% act, 30% send, 30% recv, 10% choice (at the Committer) over the four
     lifelines of the paper, non-FIFO: a receive takes any pending message."""
-    return random_trace(n, PAPER_LIFELINES, MIX_P1, paper_updates, paper_receive_updates,
+    return random_trace(n, PAPER_LIFELINES, MIX_PAPER, paper_updates, paper_receive_updates,
                         deciders=("Committer",), variables=PAPER_VARS, seed=seed)
 
 
 def scaled_trace(lifelines: int, per_lifeline: int, seed: int = 2028) -> Trace:
-    """P3-scale: the P1 mix over the paper's four lifelines plus ``lifelines - 4`` workers
-    that no guard reads (they act, send and receive like the others, so the paper's
+    """metadata_scale.py: the mixed mix over the paper's four lifelines plus ``lifelines - 4``
+    workers that no guard reads (they act, send and receive like the others, so the paper's
     lifelines learn of each other through them too); ``per_lifeline`` events per
     lifeline on average, so a clock entry counts about as high at every size."""
-    names = PAPER_LIFELINES + tuple(f"Worker{i:03}" for i in range(lifelines - len(PAPER_LIFELINES)))
-    return random_trace(per_lifeline * lifelines, names, MIX_P1, paper_updates,
+    workers = lifelines - len(PAPER_LIFELINES)
+    names = PAPER_LIFELINES + tuple(f"Worker{i:03}" for i in range(workers))
+    return random_trace(per_lifeline * lifelines, names, MIX_PAPER, paper_updates,
                         paper_receive_updates, deciders=("Committer",), variables=PAPER_VARS,
                         seed=seed)
 
 
-# ------------------------------------------------------------------ P2: receive-heavy, 8 lifelines
+# ----------------------------------- receive-heavy, 8 lifelines (monitors_receive.py)
 
 WIDE_LIFELINES = ("Planner", "Coder", "Tester", "Linter", "Security", "Docs", "Reviewer",
                   "Merger")
 WIDE_VARS = ("x", "ok", "stage")
-MIX_P2 = {"act": 0.10, "send": 0.45, "recv": 0.45, "choice": 0.0}
+MIX_WIDE = {"act": 0.10, "send": 0.45, "recv": 0.45, "choice": 0.0}
 # Two deciders, each reading @ of three others (formulas and variables).
 WIDE_GUARDS = {
     "Reviewer": "@Tester(ok == true S stage == done) && @Linter.x >= 2 && @Security(!(x > 8))",
@@ -99,8 +100,8 @@ def wide_updates(lifeline: str, rng: random.Random) -> dict:
 
 
 def receive_heavy_trace(n: int, seed: int = 2027) -> Trace:
-    """P2: 45% recv, 45% send, 10% act over eight lifelines, non-FIFO."""
-    return random_trace(n, WIDE_LIFELINES, MIX_P2, wide_updates, lambda name, rng: {},
+    """45% recv, 45% send, 10% act over eight lifelines, non-FIFO."""
+    return random_trace(n, WIDE_LIFELINES, MIX_WIDE, wide_updates, lambda name, rng: {},
                         deciders=(), variables=WIDE_VARS, seed=seed)
 
 
@@ -162,7 +163,8 @@ def compile_program(guards: Mapping[str, str] | list[tuple[str, str]], lifelines
     schema = cpl.Schema(lifelines=tuple(lifelines), variables=frozenset(variables))
     pairs = list(guards.items()) if isinstance(guards, Mapping) else list(guards)
     checked = [(owner, cpl.check(text, schema).primitive) for owner, text in pairs]
-    program = compile_guards([OwnedFormula(owner, f) for owner, f in checked], lifelines, prune=prune)
+    owned = [OwnedFormula(owner, f) for owner, f in checked]
+    program = compile_guards(owned, lifelines, prune=prune)
     return program, [f for _, f in checked]
 
 

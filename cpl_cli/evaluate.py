@@ -140,7 +140,7 @@ def _eval_jsonl(results, lifelines, out) -> None:
     """One JSON object per evaluated event.  The lines differ only in the event id, its
     lifeline and the value, so only the id is encoded per line and the rest is one of two
     prepared tails per lifeline (json.dumps of a whole dict per line cost more than
-    monitoring the event: bench/README.md, P6); the bytes are json.dumps's."""
+    monitoring the event: bench/eval_trace.py); the bytes are json.dumps's."""
     from json.encoder import encode_basestring_ascii as quoted  # json.dumps of a str, in C
 
     tails = {name: tuple(f', "lifeline": {json.dumps(name)}, "value": {value}}}\n'

@@ -14,10 +14,12 @@ from cpl.monitor.offline import evaluate_trace
 from cpl.semantics.reference import evaluate_all
 from cpl.trace import dump_trace, load_trace
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+sys.path.insert(0, str(BENCH))
 
-import p3_metadata  # noqa: E402
-import p3_scale  # noqa: E402
+import ab  # noqa: E402
+import metadata_scale  # noqa: E402
+import metadata_size  # noqa: E402
 import ray_launcher  # noqa: E402
 import run as bench_run  # noqa: E402
 import workloads as w  # noqa: E402
@@ -36,10 +38,11 @@ def test_workloads_are_valid_traces_that_round_trip(make, tmp_path):
 def test_mixed_workload_has_the_asked_mix_and_non_fifo_receives():
     trace = w.mixed_trace(4000)
     counts = w.kind_counts(trace)
-    for kind, share in w.MIX_P1.items():
+    for kind, share in w.MIX_PAPER.items():
         assert abs(counts[kind] / 4000 - share) < 0.05, (kind, counts)
     order = {e.msg: i for i, e in enumerate(trace.events) if e.kind == "send"}
-    received = [order[e.msg] for e in trace.events if e.kind == "recv" and e.lifeline == "Committer"]
+    received = [order[e.msg] for e in trace.events
+                if e.kind == "recv" and e.lifeline == "Committer"]
     assert received != sorted(received)  # some message overtakes another
 
 
@@ -69,34 +72,47 @@ def test_driven_monitors_agree_with_the_reference_on_a_workload_prefix():
 
 def test_metadata_sizes_are_computed_and_local_guards_do_not_grow_them():
     trace = w.mixed_trace(800)
-    base = p3_metadata.sizes(trace, [w.GUARD_FULL])
-    more = p3_metadata.sizes(trace, [w.GUARD_FULL, *p3_metadata.LOCAL_EXTRA])
+    base = metadata_size.sizes(trace, [w.GUARD_FULL])
+    more = metadata_size.sizes(trace, [w.GUARD_FULL, *metadata_size.LOCAL_EXTRA])
     assert all(base.values()) and more == base
-    sent, program = p3_metadata.messages(trace, [w.GUARD_FULL], prune=False)
-    assert all(len(p3_metadata.naive_json(m, program)) > len(m.encode()) for _, m in sent)
+    sent, program = metadata_size.messages(trace, [w.GUARD_FULL], prune=False)
+    assert all(len(metadata_size.naive_json(m, program)) > len(m.encode()) for _, m in sent)
 
 
 def test_scaled_metadata_keeps_its_size_and_its_baseline_is_the_old_layout():
     lean = {}
     for count in (4, 24):
         trace = w.scaled_trace(count, 30)
-        lean[count], before, carried = p3_scale.sizes(trace)
+        lean[count], before, carried = metadata_scale.sizes(trace)
         assert carried == ("TestRunner", "Security")
         assert all(a < b for a, b in zip(lean[count], before))
         # the baseline's clocks are what monitors carrying every lifeline ship
-        unpruned, _ = p3_metadata.messages(trace, [w.GUARD_FULL], prune=False)
-        assert [m.vc for _, m in unpruned] == p3_scale.send_clocks(trace)
+        unpruned, _ = metadata_size.messages(trace, [w.GUARD_FULL], prune=False)
+        assert [m.vc for _, m in unpruned] == metadata_scale.send_clocks(trace)
     assert max(lean[24]) <= max(lean[4]) + 2  # two clock entries may need a byte more
 
 
 def test_quick_run_produces_every_benchmark_row(capsys):
     rows = bench_run.run(list(bench_run.BENCHMARKS), quick=True)
-    assert {r.bench for r in rows} == {"P1", "P1 local", "P2", "P3", "P3 scale", "P5", "P6",
-                                        "P4", "startup", "render", "lifelines"}
+    # every row is under the name of the file that measures it
+    assert {r.bench for r in rows} == set(bench_run.BENCHMARKS) == {
+        "monitors_mixed", "monitor_local", "monitors_receive", "metadata_size", "metadata_scale",
+        "simulate_runs", "eval_trace", "stream_throughput", "startup", "render", "lifelines"}
+    assert all((BENCH / f"{name}.py").is_file() for name in bench_run.BENCHMARKS)
     assert all(r.value > 0 for r in rows)
     assert "bench" in bench_run.table(rows)
     with pytest.raises(SystemExit):
-        bench_run.select("P9")
+        bench_run.select("P1")  # benches go by their file names
+
+
+def test_ab_runs_each_trees_own_bench_and_prints_b_over_a(capsys):
+    tree = str(BENCH.parent)
+    assert ab.main(["--a", tree, "--b", tree, "--rounds", "1", "--quick",
+                    "--only", "monitor_local"]) == 0
+    table = capsys.readouterr().out
+    assert "| monitor_local | Monitor.act | events/s |" in table
+    with pytest.raises(SystemExit):
+        ab.main(["--a", tree, "--b", tree, "--only", "P1"])
 
 
 @pytest.mark.xdist_group("timing")  # its Ray head must not overlap the stop timings
@@ -104,9 +120,9 @@ def test_ray_bench_runs_local_and_ray_side_by_side_and_leaves_no_ray():
     reason = ray_launcher.unavailable()
     if reason:
         pytest.skip(f"ray bench: {reason} (pip install 'causal-guards[ray]')")
-    rows = bench_run.run(["ray"], quick=True)
+    rows = bench_run.run(["ray_launcher"], quick=True)
     assert all(r.value > 0 for r in rows)
     measured = {r.what for r in rows}
     assert {"Ray actors, → first event, 4 lifelines (code_review.py)",
-            "P4 Ray actors A→B, CURVE, 601 msgs"} <= measured
-    assert "ray" in bench_run.select("ray")
+            "stream Ray actors A→B, CURVE, 601 msgs"} <= measured
+    assert "ray_launcher" in bench_run.select("ray_launcher")

@@ -1,6 +1,6 @@
 """``c.atomic(Store)``: a shared store that serves requests one at a time, in arrival order.
 
-The story of issue 10: two agents read a shared to-do list and its version
+The story: two agents read a shared to-do list and its version
 from a Store, each adds an item and sends the update with the version it
 read; the Store accepts an update only if ``req_ver == ver``.  Served by two
 threads of the Store, both guards can be judged against the same version

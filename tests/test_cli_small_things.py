@@ -1,4 +1,4 @@
-"""Small things a user hits on the command line (issue 20, item 5).
+"""Small things a user hits on the command line.
 
 ``--trace out.txt`` is refused before the run, naming the suffixes; a
 misspelt ``--lifeline`` gets the closest name; a bool ``--arg`` that is not

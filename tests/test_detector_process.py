@@ -1,4 +1,4 @@
-"""Detectors of yours that hang, fork or end their process (issue 29, D12).
+"""Detectors of yours that hang, fork or end their process.
 
 Before, a detector that never returned hung `cpl detect` and `cpl explore` for good; one
 that forked left a copy of `cpl` per run (8 for `--runs 8`), which could print the

@@ -1,7 +1,7 @@
 """The store anomalies' examples: ``examples/anomalies/stale_generation.py`` (A1) and
 ``examples/anomalies/lost_update.py`` (the deer-flow lost update).
 
-Issue 10's acceptance, for each: both choreographies validate; over 200 explored runs
+What each must show: both choreographies validate; over 200 explored runs
 the unguarded one shows its anomaly in some runs and the guarded one in none, with no
 failed run and commits made by both; the guarded one runs over ZeroMQ and every decision
 of its trace re-checks.  The outputs and numbers the docstrings show are the real ones.

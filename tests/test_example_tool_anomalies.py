@@ -1,7 +1,7 @@
 """The examples ``examples/anomalies/phantom_tool.py`` (A2) and
 ``examples/anomalies/causal_cascade.py`` (A3).
 
-Issue 10's acceptance, for each: both choreographies validate; over 200 explored runs
+What each must show: both choreographies validate; over 200 explored runs
 the unguarded one shows its anomaly in some runs and the guarded one in none, with no
 failed run and commits made by both; the guarded one runs over ZeroMQ and every decision
 of its trace re-checks.  The runs and numbers the docstrings show are the real ones.

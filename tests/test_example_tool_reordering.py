@@ -1,4 +1,4 @@
-"""examples/anomalies/tool_reordering.py: the A6 prevention twins (issue 10's acceptance).
+"""examples/anomalies/tool_reordering.py: the A6 prevention twins.
 
 Over 200 explored runs the unguarded ToolNode lets the World apply the batch's
 effects out of issuance order (the catalog's detector fires) and its invariant

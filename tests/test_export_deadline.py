@@ -1,4 +1,4 @@
-"""`cpl export --timeout` bounds each request as a whole (issue 29, D8).
+"""`cpl export --timeout` bounds each request as a whole.
 
 A collector that trickles its answer, one byte at a time, never lets a single read
 wait past a socket timeout: before, `--timeout 3` against one that sent a byte every

@@ -1,4 +1,4 @@
-"""Long chains of ``&&`` and ``||`` (issue 16, point 6): long is not deep.
+"""Long chains of ``&&`` and ``||``: long is not deep.
 
 A chain of 10,000 atoms is a formula 10,000 deep; it parses, prints, re-parses to the
 same AST, compiles and evaluates, with the monitor and the reference agreeing.  Only

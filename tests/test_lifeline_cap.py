@@ -1,4 +1,4 @@
-"""A trace has at most MOST_LIFELINES lifelines, refused early by every command (issue 29, D9).
+"""A trace has at most MOST_LIFELINES lifelines, refused early by every command.
 
 Before, a 10.9 MB trace listing 1,000,002 lifelines cost `cpl export` 103 s and
 4.8 GB, `cpl render` 37 s and 2.9 GB, `cpl eval` 13.4 s and 2.0 GB.  Here the same

@@ -1,4 +1,4 @@
-"""Checking, compiling and evaluating cost O(N) in lifelines, not O(N²) (issue 16, point 5).
+"""Checking, compiling and evaluating cost O(N) in lifelines, not O(N²).
 
 Counted, not timed: the Python function calls (``sys.setprofile``) of loading a trace
 with N lifelines of one act each and evaluating it.  Linear work makes four times the

@@ -2,7 +2,7 @@
 
 The forger is the Author, an insider: it runs a genuine lifeline of the system and holds
 what its process is given (the shared ``secret``, or its own private key of a
-``KeyRing``).  It tries the five forgeries of issue 29: a token "from" the TestRunner
+``KeyRing``).  It tries five forgeries: a token "from" the TestRunner
 (impersonation), its own token relaying TestRunner state it invented, a forged
 ``TestRunner:1`` before the genuine one (id collision), a TestRunner clock entry of
 2^63 (a pinned view), 4,097 forged TestRunner message numbers from 10^12 up (the

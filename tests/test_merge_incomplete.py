@@ -1,5 +1,5 @@
-"""Nothing lost, no "ok" unearned: a merge that cannot place every event says so (issue 29,
-D2 and deliver point 2; D10's ``time`` types; D9's memory of ``cpl merge``).
+"""Nothing lost, no "ok" unearned: a merge that cannot place every event says so
+(also for ``time``s of the wrong type, and within ``cpl merge``'s memory bound).
 
 Each trigger the campaign found dropped events while the trace said ``ok`` and ``cpl
 merge`` exited 0: two of three agents' logs, one forged token, a log that could not be
@@ -211,7 +211,7 @@ def test_a_line_over_64_mib_stops_its_log_and_the_rest_is_kept(tmp_path):
 
 @pytest.mark.parametrize("time", ['"yesterday"', "[1]", "true", "NaN"])
 def test_an_event_time_of_the_wrong_type_is_named(tmp_path, time):
-    """D10: ``"time": "yesterday"`` or ``[1]`` was ``internal error: TypeError``."""
+    """``"time": "yesterday"`` or ``[1]`` was ``internal error: TypeError``."""
     parts(tmp_path / "p", [
         [{"id": "A.1", "lifeline": "A", "kind": "act", "time": 1},
          b'{"id": "A.2", "lifeline": "A", "kind": "act", "time": ' + time.encode() + b"}\n"],
@@ -223,7 +223,7 @@ def test_an_event_time_of_the_wrong_type_is_named(tmp_path, time):
 
 
 def test_a_merge_of_2000_tiny_logs_stays_small(tmp_path):
-    """D9: every event carries a clock of every lifeline, so the merge kept 2,000 clocks
+    """Every event carries a clock of every lifeline, so the merge kept 2,000 clocks
     of 2,000 entries and its check of the trace decoded 2,048 such lines at once (860 MB
     for 2,000 logs of 3 events; 48 MB now).  500 logs here, to stay quick: 98 MB before,
     41 MB now, most of it the interpreter and its modules."""

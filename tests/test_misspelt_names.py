@@ -1,4 +1,4 @@
-"""A misspelt variable never silently becomes a constant (issue 28, point 3).
+"""A misspelt variable never silently becomes a constant.
 
 A bare name one edit from a declared variable is a ``GuardError`` naming the
 variable, unless it is quoted or a listed symbol; every other bare name stays

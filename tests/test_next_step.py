@@ -1,4 +1,4 @@
-"""Errors that name the next step (issue 28, point 4), each message as its exact text.
+"""Errors that name the next step, each message as its exact text.
 
 Agents' logs given where a trace is expected say which ``cpl merge`` to run;
 a merge of logs never closed names the agents that vanished; an agent keeps

@@ -1,4 +1,4 @@
-"""Every command that writes a file, given a device, a FIFO, a link or a directory (issue 29, D1).
+"""Every command that writes a file, given a device, a FIFO, a link or a directory.
 
 A regular file or a new path is written whole, through a new file renamed over it; a
 character device, a FIFO or a link to our standard output is written into, in place, and

@@ -1,4 +1,4 @@
-"""Offline tools know the choreography's own predicates (issue 9, deliverable 5).
+"""Offline tools know the choreography's own predicates.
 
 A recorded trace names the application predicates its guards call; ``cpl eval``
 loads them with ``--predicates FILE`` and names the one that is missing. A bare

@@ -1,4 +1,4 @@
-"""`cpl render` and `cpl explain` read a stream keeping what they draw or explain (issue 16).
+"""`cpl render` and `cpl explain` read a stream keeping what they draw or explain.
 
 Streamed output equals the output from the loaded trace, and the readers' peak memory
 does not grow with the length of the trace.

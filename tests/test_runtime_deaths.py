@@ -1,4 +1,4 @@
-"""A killed local lifeline is named within two heartbeats (issue 29, D13 and point 9).
+"""A killed local lifeline is named within two heartbeats.
 
 The supervisor sees a local lifeline's process end at once (``LocalProcesses.ended``);
 it used to say so only after the stop, the last merge and the trace's end, 0.94–2.96 s

@@ -1,4 +1,4 @@
-"""The memory-mapped event log and the outgoing frame queue (issue 19, P4)."""
+"""The memory-mapped event log and the outgoing frame queue."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A live run's parts are its own (issue 29, D5 and point 5).
+"""A live run's parts are its own.
 
 While ``cpl run --trace t.jsonl`` runs, its lifelines' logs are in ``t.jsonl.parts``.
 A second ``cpl run`` with the same trace used to call them the logs of "a run that

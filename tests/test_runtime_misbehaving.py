@@ -1,4 +1,4 @@
-"""``cpl run`` against actions that misbehave (issue #16): they fork, start daemons, never
+"""``cpl run`` against actions that misbehave: they fork, start daemons, never
 return, hold the interpreter's lock, raise ``KeyboardInterrupt`` or ``BaseException``;
 and against a lifeline stopped with SIGSTOP.  Whatever they do, the run ends as the docs
 say, its trace is valid, and no process of it is left (every process of a test carries

@@ -1,4 +1,4 @@
-"""``cpl run --launcher ray`` on a real Ray (issue 18): every lifeline a Ray actor.
+"""``cpl run --launcher ray`` on a real Ray: every lifeline a Ray actor.
 
 Ray starts once per test session (the ``ray_cluster`` fixture; every test on a
 shared cluster is in this module, so the fixture is the module's, and the cluster
@@ -176,7 +176,7 @@ def test_a_long_stream_between_actors_reaches_the_trace_whole(ray_cluster, tmp_p
     quarter of its receives missing)."""
     count = 20000
     trace = tmp_path / "t.jsonl"
-    with Cpl(tmp_path, "run", str(EXAMPLES.parent / "bench" / "p4_stream.py"), "--arg",
+    with Cpl(tmp_path, "run", str(EXAMPLES.parent / "bench" / "stream_loop.py"), "--arg",
              f"count={count}", "--launcher", "ray", "--ray-address", ray_cluster.address,
              "--trace", str(trace)) as run:
         assert run.wait(120) == 0, run.err
@@ -261,7 +261,7 @@ def test_a_signal_to_cpl_run_alone_stops_a_streaming_run_at_once(ray_cluster, tm
     signals take one path (``runtime.supervisor.interrupts``): the shorter stream of the second keeps
     the test's time down."""
     trace = tmp_path / "t.jsonl"
-    with Cpl(tmp_path, "run", str(EXAMPLES.parent / "bench" / "p4_stream.py"), "--arg",
+    with Cpl(tmp_path, "run", str(EXAMPLES.parent / "bench" / "stream_loop.py"), "--arg",
              "count=10000000", "--launcher", "ray", "--ray-address", ray_cluster.address,
              "--trace", str(trace)) as run:
         assert wait_until(lambda: run.logged() > 5000 or run.process.poll() is not None, 60)

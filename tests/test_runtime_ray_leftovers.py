@@ -1,4 +1,4 @@
-"""A Ray that ``cpl run --launcher ray`` starts for itself leaves nothing (issue 29, D7).
+"""A Ray that ``cpl run --launcher ray`` starts for itself leaves nothing.
 
 Killed with -9, ``cpl run`` used to leave ``ray::DashboardAgent`` and
 ``ray::RuntimeEnvAgent`` running and its session folder, open to all (0777), on

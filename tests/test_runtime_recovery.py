@@ -1,4 +1,4 @@
-"""A trace survives its supervisor, and a full disk loses no run (issue 16, points 1 and 8).
+"""A trace survives its supervisor, and a full disk loses no run.
 
 ``cpl run --trace T`` over processes keeps the lifelines' logs in ``T.parts``
 until T is whole.  Killing ``cpl run`` (``kill -9``) at a random moment must

@@ -1,4 +1,4 @@
-"""Every resource of a run over processes is released on every path (issue #15).
+"""Every resource of a run over processes is released on every path.
 
 ``cpl run`` runs here, in the test's own process, so that what it leaves
 behind can be seen: an exception (a bug of ours) or a Ctrl-C is injected at

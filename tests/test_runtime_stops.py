@@ -1,4 +1,4 @@
-"""Prompt stops of ``cpl run`` over processes (issue #15): Ctrl-C within 1 s, ``--timeout T``
+"""Prompt stops of ``cpl run`` over processes: Ctrl-C within 1 s, ``--timeout T``
 within T + 1 s of the run's start, whatever the run is doing — starting its lifelines,
 exchanging messages, or waiting for a synchronous action that holds a lifeline's only
 thread — and the trace still written, saying how the run ended.  ``bench/stops.py``
@@ -79,7 +79,7 @@ def test_timeout_ends_a_run_within_a_second_of_it(tmp_path, pause):
     assert _trace(trace_path, "timeout").events
 
 
-# ---------------------------------------------------------------- Ctrl-C under load (issue 28)
+# ---------------------------------------------------------------- Ctrl-C under load
 
 CODE_REVIEW = str(ROOT / "examples" / "code_review.py")
 INTERRUPTS = 40  # Ctrl-C at random moments, two runs at a time

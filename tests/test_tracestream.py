@@ -1,4 +1,4 @@
-"""Trace I/O (#7): the streaming writer, the three forms every reader takes, cut-off and
+"""Trace I/O: the streaming writer, the three forms every reader takes, cut-off and
 malformed streams, hostile input (deep, huge, odd names), and `cpl eval` on `.jsonl`."""
 
 from __future__ import annotations

@@ -140,7 +140,7 @@ def assignments(s: LAct, value, variables: dict, lifeline: str, event) -> dict:
         kind = variables[name].type
         if type(item) is int and (kind is int or kind is float or kind is object) \
                 and SMALLEST_INT <= item <= LARGEST_INT:
-            continue  # the checks below in one line, for the commonest value (P4's)
+            continue  # the checks below in one line, for the commonest value (bench/stream_loop.py)
         if not conforms(item, kind):
             raise _bad(s, lifeline, event, f"gave {name} = {_short(item)}, which is not "
                        f"{type_name(kind)}")

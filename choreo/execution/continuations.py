@@ -8,7 +8,7 @@ waits, ``joining`` its children) and ``want``, the next event it can take —
 marks the body of a ``c.atomic`` block; :func:`claimant` and :func:`within`
 say which thread holds one.  The Runner (:mod:`choreo.execution.runner`) moves them;
 this module only says what they are.  Plain slotted classes, not attrs: a
-step builds and changes several (bench P5).
+step builds and changes several (bench/simulate_runs.py).
 """
 
 from __future__ import annotations

@@ -69,8 +69,8 @@ class Driver:
         background, under_way, before = self.background, self.under_way, self.before_action
         snapshot = background is not None
         # Each runner's options, asked again only of the runners a step changed: the one
-        # that fired and the receiver of its message (a step's cost, bench P5).  At the
-        # runner's place in the plan: a list is cheaper to refresh than a dict (P5 again).
+        # that fired and the receiver of its message (a step, bench/simulate_runs.py).  At the
+        # runner's place in the plan: a list is cheaper to refresh than a dict (same bench).
         lists, only = [()] * self._width, self._only
         # A lone runner without atomic blocks (a lifeline process, mostly): its options are
         # worked out at the top of each step instead, and the commonest case — one thread,

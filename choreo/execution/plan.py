@@ -16,11 +16,11 @@ import attrs
 
 from cpl.monitor import OwnedFormula, Program, compile_guards
 from cpl.lang import application, named_predicates
-from choreo.authoring import ChoreographyError
-from choreo.authoring import initial_stores, parse_args
-from .runner import Runner
-from choreo.analysis import Projection
-from choreo.analysis import validate
+from .errors import ChoreographyError
+from .inputs import initial_stores, parse_args
+from .machine import Runner
+from .project import Projection
+from .validate import validate
 
 
 @attrs.frozen
@@ -33,7 +33,7 @@ class Plan:
     symbols: tuple[str, ...]
     predicates: tuple[str, ...] = ()  # the application predicates the guards call
     # lifeline -> what its every Runner derives from the plan alike (choreo.execution.runner): built
-    # by the first, so a sweep of runs does not redo it per run (bench P5).
+    # by the first, so a sweep of runs does not redo it per run (bench/simulate_runs.py).
     shared: dict = attrs.field(factory=dict, eq=False, repr=False)
 
     @property

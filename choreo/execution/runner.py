@@ -49,7 +49,7 @@ from .status import RunFailure
 
 class Message(NamedTuple):
     """Immutable; a NamedTuple rather than attrs because every send builds one and
-    ``tuple.__new__`` costs less than half a frozen attrs ``__init__`` (bench P5)."""
+    ``tuple.__new__`` costs less than half a frozen attrs ``__init__`` (bench/simulate_runs.py)."""
 
     key: tuple
     sender: str
@@ -63,7 +63,7 @@ class Message(NamedTuple):
 
 # One event that can happen now: ``(runner, thread, None)`` for the thread's next event,
 # ``(runner, thread, message)`` for its receive of ``message``.  A plain tuple: a step
-# builds a few, and a NamedTuple costs five times as much to build (bench P5).
+# builds a few, and a NamedTuple costs five times as much to build (bench/simulate_runs.py).
 Option = tuple
 _EMPTY = MappingProxyType({})
 _new = tuple.__new__  # Event.checked without the call of a classmethod (bench/runner_steps.py)
@@ -173,7 +173,7 @@ class Runner:
         Each kind's step is written out here, not called: the monitor's step, the thread
         moved on (its next statement's want at once when it is a plain one, else
         :meth:`_settle`), the event counted and built.  A call per part cost a third of a
-        P4 step (bench/runner_steps.py).  The order is the reference's: the monitor first
+        stream step (bench/runner_steps.py).  The order is the reference's: the monitor first
         (a guard that raises leaves the count as it was), then the thread, then the count."""
         _, thread, message = option
         held = (self.holder or claimant(thread)) if self.atomic else None  # its block, if any

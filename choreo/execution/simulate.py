@@ -123,7 +123,7 @@ def _stop_between_steps(run: "_Simulation"):
     second signal always does.  Only the main thread's signals whose handler is
     Python's default ``KeyboardInterrupt`` are taken over (SIGINT, and SIGTERM
     where ``cpl run`` maps it so), and not for runs without a sink: swapping
-    handlers costs ~10 µs a run (bench P5), and an in-memory trace is
+    handlers costs ~10 µs a run (bench/simulate_runs.py), and an in-memory trace is
     recounted instead (``steps``).  Where they are taken over, the stop is an
     ``Interrupted``, and a ``KeyboardInterrupt`` an action raises itself is its
     failure (``choreo.execution.actions.own``).
@@ -184,7 +184,7 @@ class _Simulation:
                 raise DeadlinePassed
             return False
         # Nothing to check (no limit, and no sink: _stop_between_steps defers no signal):
-        # no call between steps (bench P5).
+        # no call between steps (bench/simulate_runs.py).
         checked = max_steps is not None or deadline is not None or self.sink is not None
         try:
             if (yield from self.driver.run(until if checked else None)):
@@ -208,7 +208,7 @@ class _Simulation:
         """How the schedule chooses: (options -> the option to take, the hook told of each
         message sent, or None)."""
         # Uniform among the options: random() has 53 bits, so the bias of int(r * n) is
-        # below n / 2**53; randrange costs two more Python calls per step (bench P5).
+        # below n / 2**53; randrange costs two more Python calls per step (bench/simulate_runs.py).
         if self.schedule == RANDOM:
             return (lambda options: options[int(draw() * len(options))]), None
         if self.schedule == "late":

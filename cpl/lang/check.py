@@ -24,7 +24,7 @@ class CheckedGuard:
 
     @functools.cached_property
     def canonical(self) -> str:
-        """Printed once: a run records it at every decision (bench P5)."""
+        """Printed once: a run records it at every decision (bench/simulate_runs.py)."""
         return to_text(self.formula)
 
     def to_json(self) -> dict:

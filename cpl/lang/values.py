@@ -25,7 +25,7 @@ def _ordered(compare):
     def check(a, b) -> bool:
         kind = type(a)
         if kind is type(b) and (kind is int or kind is float):  # the commonest, first: a
-            return compare(a, b)  # guard's ``n < count`` at every event (bench P4)
+            return compare(a, b)  # guard's ``n < count`` at every event (bench/stream_loop.py)
         if is_number(a) and is_number(b):
             return compare(a, b)
         if type(a) is str and type(b) is str:

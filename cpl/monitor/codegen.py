@@ -23,7 +23,7 @@ one that is not carried does not count its own events.  ``SlotProgram.source``
 is the generated text, for reading beside the
 paper (``cpl check GUARD --monitor A`` prints it), and is registered with
 ``linecache`` so tracebacks and debuggers show its lines.  Per-event costs were
-measured in bench/ (P1, P1 local), which is why the own clock entry is a cell of
+measured in bench/monitor*.py, which is why the own clock entry is a cell of
 its own and the store is updated with ``|=``.
 
 Names are data, never code: lifelines, variables, symbols, predicates and
@@ -69,7 +69,7 @@ def slot_cell(values, slot: int):
     """The closure cell that holds slot ``slot`` (one ``values()`` returns) of the monitor
     whose ``values`` this is: its ``cell_contents`` is the slot's value at the latest event.
     ``cpl eval`` reads one slot per event, and ``values()`` builds a dict of every kept
-    slot each call (bench P6)."""
+    slot each call (bench/eval_trace.py)."""
     return values.__closure__[values.__code__.co_freevars.index(f"v{slot}")]
 
 

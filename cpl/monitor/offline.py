@@ -56,8 +56,8 @@ def value_step(source, guard: str, lifeline: str | None = None, *, prune: bool =
     """``evaluations`` turned around, for a reader that checks and steps in one pass
     (``Pending.stepped``, ``JsonLines.stepped``): a ``step(id, lifeline, kind, msg, set)``
     that appends (event id, lifeline, value) to the list returned with it, for every
-    event (of ``lifeline``, if given).  No ``Event`` and no generator per event: P6's
-    document in process 1.03–1.10 → 0.59–0.66 s (bench/README.md, issue 19 round 2)."""
+    event (of ``lifeline``, if given).  No ``Event`` and no generator per event: eval_trace.py's
+    document in process 1.03–1.10 → 0.59–0.66 s (bench/eval_trace.py)."""
     program, formula = _compiled(source, guard, lifeline, prune, schema)
     steps, in_flight, values = _steps(source.lifelines, source.init, program, formula), {}, []
     keep, only = values.append, lifeline
@@ -106,7 +106,7 @@ def _values(steps, events, only) -> Iterator[tuple[object, bool]]:
     One loop, not a generator over ``replay_events``: the value is read from its closure
     cell (``slot_cell``), not from a dict of every kept slot built per event, and there is
     one generator less per event (``evaluate_trace``: 0.44 → 0.25 s on 200,000 events,
-    bench P6).  A ``set`` goes to the store as a copy: ``dict |= mappingproxy`` takes the
+    bench/eval_trace.py).  A ``set`` goes to the store as a copy: ``dict |= mappingproxy`` takes the
     generic mapping path (~2 µs), ``dict |= dict`` the fast one (the copy included ~0.3)."""
     in_flight = {}
     for event in events:

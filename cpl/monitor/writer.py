@@ -177,7 +177,7 @@ class MonitorWriter:
         if text_constant:
             return _defined(unset, general)
         # <, <=, >, >=: two ints compare as Python compares them (values._ordered), without
-        # the call: P4's guard at every event
+        # the call: stream_loop.py's guard at every event
         kinds = {_type_of(node.left, left), _type_of(node.right, right)} - {"int"}
         if not kinds or kinds & {"bool", "float"}:  # a constant that is not an int
             return _defined(unset, general)
@@ -217,7 +217,7 @@ class MonitorWriter:
 
     def _store_update(self, own_variables) -> list[str]:
         """``store |= updates`` is dict.update without the method lookup and call: a third
-        of a local step's cost (bench/README.md, P1 local).  It rebinds ``store``."""
+        of a local step's cost (bench/monitor_local.py).  It rebinds ``store``."""
         return ["if updates:", "    store |= updates"] + ["    " + x for x in own_variables]
 
     def _merge(self) -> list[str]:

@@ -19,7 +19,7 @@ class Clocks:
     """Stamps events fed in a linear extension order; ``in_transit`` is what was never received.
 
     Clocks are dicts lifeline -> count, copied per event and never changed after: an event
-    holds a read-only view of its own (cheaper than building one from a list, bench P5)."""
+    holds a read-only view of its own (cheaper than from a list, bench/simulate_runs.py)."""
 
     def __init__(self, lifelines):
         self.lifelines = tuple(lifelines)

@@ -169,7 +169,7 @@ _encode = _encode or _json_encode
 def encode_json(value) -> str:
     """Compact one-line JSON, unicode kept; ``ValueError`` for NaN/Infinity or a deep value.
     (``json.dumps`` with options builds an encoder per call: a tenth of a lifeline's
-    per-event cost, bench P4.)"""
+    per-event cost, bench/stream_throughput.py.)"""
     try:
         return _encode(value)
     except RecursionError:

@@ -56,7 +56,7 @@ class Event(collections.namedtuple("_EventFields", _EVENT_FIELDS)):
 
     A tuple underneath, not an attrs class: a loaded trace builds one per event,
     and a tuple is built in a tenth of the time of a frozen attrs instance with
-    converters (bench/README.md, P6).  Read it by attribute; it compares equal
+    converters (bench/eval_trace.py).  Read it by attribute; it compares equal
     only to another ``Event`` and is not ordered, like the attrs class it replaces.
     """
 
@@ -104,7 +104,7 @@ class Event(collections.namedtuple("_EventFields", _EVENT_FIELDS)):
 
     def to_dict(self) -> dict:
         """JSON-ready, omitting absent optional fields (the inverse of loading)."""
-        # Unrolled, in field order, as written: a lifeline's log calls it per event (P4).
+        # Unrolled in field order: a lifeline's log calls it per event (bench/stream_throughput.py).
         id, lifeline, kind, to, msg, set, label, guard, outcome, vc, time, payload = self
         data: dict = {"id": id, "lifeline": lifeline, "kind": kind}
         if to is not None:

@@ -1,12 +1,12 @@
-"""A/B of P4's stream between source trees (a tool, not a row): interleaved, medians.
+"""A/B of stream_throughput.py's stream between source trees (a tool): interleaved, medians.
 
-    python bench/p4_ab.py OLD_TREE NEW_TREE [--rounds 7] [--count 5000] [--insecure-only]
-    python bench/p4_ab.py OLD_TREE NEW_TREE --cpu [--rounds 5] [--count 5000]
+    python bench/stream_ab.py OLD_TREE NEW_TREE [--rounds 7] [--count 5000] [--insecure-only]
+    python bench/stream_ab.py OLD_TREE NEW_TREE --cpu [--rounds 5] [--count 5000]
 
-Each round runs ``cpl run bench/p4_stream.py`` once per tree and security setting,
+Each round runs ``cpl run bench/stream_loop.py`` once per tree and security setting,
 in turn, with that tree first on ``PYTHONPATH`` and as the working directory (the
 lifelines then import that tree), and reads the rate from the trace as
-``p4_throughput`` does.  On a shared machine only interleaved medians say anything.
+``stream_throughput`` does.  On a shared machine only interleaved medians say anything.
 With ``--cpu``, the CPU each lifeline process spent (all its threads, as it sends its
 final report) per message B received, at ``count`` and at ``count // 10``: the
 difference divided by the difference in messages leaves start-up out.  CPU time is
@@ -25,13 +25,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import p4_throughput as p4  # noqa: E402
+import stream_throughput as stream  # noqa: E402
 from timing import median, run_to_end  # noqa: E402
 
 
 def rate(tree: str, count: int, secure: bool) -> float:
     """``tree`` may end in ``+NAME=VALUE``: that variable set in the run's environment."""
-    env = p4.environment()
+    env = stream.environment()
     tree, _, setting = tree.partition("+")
     if setting:
         name, _, value = setting.partition("=")
@@ -39,10 +39,10 @@ def rate(tree: str, count: int, secure: bool) -> float:
     env["PYTHONPATH"] = tree
     with tempfile.TemporaryDirectory(prefix="cpl-p4ab-") as folder:
         trace = Path(folder) / "t.jsonl"
-        run_to_end([sys.executable, "-m", "cpl_cli", "run", str(p4.CHOREO), "--arg",
+        run_to_end([sys.executable, "-m", "cpl_cli", "run", str(stream.CHOREO), "--arg",
                     f"count={count}", "--trace", str(trace)] + ([] if secure else ["--insecure"]),
-                   p4.TIMEOUT, cwd=tree, env=env)
-        meta, events = p4.read_trace(trace)
+                   stream.TIMEOUT, cwd=tree, env=env)
+        meta, events = stream.read_trace(trace)
     assert meta["status"] == "ok", meta
     first = min(e["time"] for e in events if e["lifeline"] == "A" and e["kind"] == "send")
     received = [e["time"] for e in events if e["lifeline"] == "B" and e["kind"] == "recv"]
@@ -53,7 +53,7 @@ def rate(tree: str, count: int, secure: bool) -> float:
 # run ``cpl run`` in a child whose lifelines print their CPU seconds at their final report
 _LIFELINE = """
 import resource, sys, time
-import runtime.lifeline.process as lifeline
+import runtime.lifeline as lifeline
 report = lifeline.LifelineProcess._report
 def reported(self, control, state, probe=None, final=False):
     if final:
@@ -80,13 +80,13 @@ def cpu(tree: str, count: int, secure: bool, tries: int = 3) -> dict:
     """{lifeline: (CPU s of its process, of its main thread)} of one run.  A run where a
     lifeline was stopped before it printed (the supervisor ends the run at the final
     reports: now and then one is gone first) is run again."""
-    env = p4.environment()
+    env = stream.environment()
     env["PYTHONPATH"] = tree
     for _ in range(tries):
         done = subprocess.run([sys.executable, "-c", _CPU_RUN, _LIFELINE, "run",
-                               str(p4.CHOREO), "--arg", f"count={count}"]
+                               str(stream.CHOREO), "--arg", f"count={count}"]
                               + ([] if secure else ["--insecure"]), cwd=tree, env=env,
-                              capture_output=True, text=True, timeout=p4.TIMEOUT)
+                              capture_output=True, text=True, timeout=stream.TIMEOUT)
         found = {name: (float(process), float(main_thread)) for name, process, main_thread
                  in re.findall(r"CPU (\w+) (\d+\.\d{4}) (\d+\.\d{4})", done.stderr)}
         if set(found) == {"A", "B"}:

@@ -1,9 +1,9 @@
-"""Profile one lifeline process of P4's stream (not a benchmark: a tool for P4's analysis).
+"""Profile one lifeline process of stream_throughput.py's stream (a tool, not a benchmark).
 
-    python bench/p4_profile.py B [--count 5000] [--insecure] [--out b.prof]
-    python bench/p4_profile.py --cpu [--count 5000] [--insecure]
+    python bench/stream_profile.py B [--count 5000] [--insecure] [--out b.prof]
+    python bench/stream_profile.py --cpu [--count 5000] [--insecure]
 
-Runs ``cpl run bench/p4_stream.py`` in this process with the lifeline named
+Runs ``cpl run bench/stream_loop.py`` in this process with the lifeline named
 (A or B) started as ``python -m cProfile -o OUT -m cpl_cli lifeline NAME
 --stdin`` instead of ``cpl lifeline NAME --stdin`` (``runtime.supervisor.launchers``'
 ``lifeline_command`` is replaced here, for this process only), then prints
@@ -45,7 +45,7 @@ sys.exit(main(sys.argv[1:]))
 # that is sent the supervisor ends the run, and the lifeline may be gone before an exit)
 _PROFILED = """
 import cProfile, sys
-import runtime.lifeline.process as lifeline
+import runtime.lifeline as lifeline
 profile = cProfile.Profile()
 report = lifeline.LifelineProcess._report
 def reported(self, control, state, probe=None, final=False):
@@ -69,7 +69,7 @@ def main() -> int:
     parser.add_argument("--out", default=None)
     parser.add_argument("--top", type=int, default=30)
     args = parser.parse_args()
-    out = str(Path(args.out or f"p4-{args.lifeline}.prof").resolve())
+    out = str(Path(args.out or f"stream-{args.lifeline}.prof").resolve())
     original = launchers.lifeline_command
 
     def command(name):
@@ -80,7 +80,7 @@ def main() -> int:
         return [sys.executable, "-c", _PROFILED, out, "lifeline", name, "--stdin"]
 
     launchers.lifeline_command = command
-    code = cpl(["run", str(Path(__file__).resolve().parent / "p4_stream.py"), "--arg",
+    code = cpl(["run", str(Path(__file__).resolve().parent / "stream_loop.py"), "--arg",
                 f"count={args.count}"] + (["--insecure"] if args.insecure else []))
     if args.cpu:
         return code

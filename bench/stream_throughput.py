@@ -1,6 +1,6 @@
-"""P4: monitored messages per second between two lifeline processes, against raw pyzmq.
+"""Monitored messages per second between two lifeline processes, against raw pyzmq.
 
-**Ours**: ``cpl run bench/p4_stream.py --arg count=N --trace t.jsonl`` (with and
+**Ours**: ``cpl run bench/stream_loop.py --arg count=N --trace t.jsonl`` (with and
 without ``--insecure``): two ``cpl lifeline`` processes, A sending B ``N`` data
 messages and ``N + 1`` loop-control messages.  Every message B receives counts
 (``2N + 1``).  The interval is taken **from the trace**: A's first ``send``
@@ -38,13 +38,16 @@ import sys
 import tempfile
 import time
 import uuid
+from functools import partial
 from pathlib import Path
 
 from timing import Row, interleaved, median, run_to_end
 
+row = partial(Row, "stream_throughput")  # every row of this file is under its name
+
 ROOT = Path(__file__).resolve().parent.parent
-CHOREO = Path(__file__).resolve().parent / "p4_stream.py"
-TARGET = 0.30  # ours / raw, issue 19 (issue #8 point 11 asked 0.70)
+CHOREO = Path(__file__).resolve().parent / "stream_loop.py"
+TARGET = 0.30  # ours / raw (0.70 was asked first, before the runtime's floor was known)
 TIMEOUT = 120.0  # seconds for any one child run
 
 
@@ -52,7 +55,7 @@ TIMEOUT = 120.0  # seconds for any one child run
 
 
 def real_messages(count: int = 3):
-    """A's first messages of ``p4_stream`` (control, data, control, ...) as the runtime
+    """A's first messages of ``stream_loop`` (control, data, control, ...) as the runtime
     builds them: A's Runner from the same plan a lifeline process prepares."""
     from choreo import load_one
     from choreo.execution.drive import Driver, complete
@@ -200,7 +203,7 @@ def ours_stream(count: int, secure: bool, folder: str, extra: list[str] = (),
                 env: dict | None = None) -> tuple[int, float]:
     """(messages B received, seconds from A's first send to B's last receive); ``extra``:
     more arguments of ``cpl run`` (a launcher), ``env`` its environment."""
-    trace = Path(folder) / f"p4-{'curve' if secure else 'insecure'}.jsonl"
+    trace = Path(folder) / f"stream-{'curve' if secure else 'insecure'}.jsonl"
     run_cpl(["run", str(CHOREO), "--arg", f"count={count}", "--trace", str(trace), *extra]
             + ([] if secure else ["--insecure"]), env=env)
     meta, events = read_trace(trace)
@@ -221,7 +224,7 @@ def run(quick: bool = False) -> list[Row]:
 
     def ours(secure):
         def one():
-            with tempfile.TemporaryDirectory(prefix="cpl-p4-") as folder:
+            with tempfile.TemporaryDirectory(prefix="cpl-stream-") as folder:
                 n, seconds = ours_stream(count, secure, folder)
             return n / seconds
         return one
@@ -234,21 +237,21 @@ def run(quick: bool = False) -> list[Row]:
     med = {name: median(values) for name, values in rates.items()}
     rows = []
     for setting in ("insecure", "CURVE"):
-        rows.append(Row("P4", f"raw pyzmq+msgpack PUSH→PULL, {setting}, {raw_n:,} data frames",
+        rows.append(row(f"raw pyzmq+msgpack PUSH→PULL, {setting}, {raw_n:,} data frames",
                         med[f"raw {setting}"], "msgs/s", rates[f"raw {setting}"]))
     for setting, flag in (("insecure", " --insecure"), ("CURVE", "")):
         ratio = med[f"ours {setting}"] / med[f"raw {setting}"]
-        rows.append(Row("P4", f"cpl run{flag}, A→B, {2 * count + 1:,} msgs ({count:,} data)",
+        rows.append(row(f"cpl run{flag}, A→B, {2 * count + 1:,} msgs ({count:,} data)",
                         med[f"ours {setting}"], "msgs/s", rates[f"ours {setting}"],
                         baseline=f"raw pyzmq+msgpack, {setting}",
                         baseline_value=med[f"raw {setting}"], target=f"≥ {TARGET:.0%} of raw",
                         met=ratio >= TARGET))
     rows += [
-        Row("P4", "frame bytes, data message (n: int)", len(f["data"]), "B", [len(f["data"])],
+        row("frame bytes, data message (n: int)", len(f["data"]), "B", [len(f["data"])],
             note=f"metadata {f['data_meta']} B (+2 B of header); the run id "
             f"{f['run_field']} B and the label {f['labels'][0]} B in every frame"),
-        Row("P4", "  of which metadata", f["data_meta"], "B", [f["data_meta"]]),
-        Row("P4", "frame bytes, loop-control message", len(f["control"]), "B",
+        row("  of which metadata", f["data_meta"], "B", [f["data_meta"]]),
+        row("frame bytes, loop-control message", len(f["control"]), "B",
             [len(f["control"])], note=f"metadata {f['control_meta']} B; label "
             f"{f['labels'][1]} B"),
     ]

@@ -1,4 +1,4 @@
-"""P5: simulated code-review runs per second (``examples/code_review.py``, ``rounds=1``).
+"""Simulated code-review runs per second (``examples/code_review.py``, ``rounds=1``).
 
 What one run is, and what is counted: the choreography is loaded, validated,
 projected and its guards compiled **once** (``choreo.execution.simulate.Simulator``:
@@ -26,7 +26,7 @@ Baselines, timed interleaved with the simulation over the same seeds:
 Memory: ``cpl run --sim`` without ``--trace`` keeps no events, so peak RSS
 must not grow with ``rounds``; the last rows compare a short and a long run
 (each a ``cpl`` subprocess whose peak RSS a small wrapper reports), and the
-long run again with its trace streamed to a ``.jsonl`` file (issue #7: ≤ 64 MiB).
+long run again with its trace streamed to a ``.jsonl`` file (≤ 64 MiB).
 """
 
 from __future__ import annotations
@@ -34,14 +34,17 @@ from __future__ import annotations
 import random
 import sys
 import tempfile
+from functools import partial
 from pathlib import Path
 
 from timing import (Row, cpu_seconds, interleaved, median, timed,
-         peak_rss_kib as peak_rss_kib_of)
+                    peak_rss_kib as peak_rss_kib_of)
+
+row = partial(Row, "simulate_runs")  # every row of this file is under its name
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "code_review.py"
-TARGET = 2_000  # runs/s, issue #4 item 8
+TARGET = 2_000  # runs/s
 
 def _simulate_all(simulator, seeds, inputs, record: bool = True) -> int:
     """Each run's trace is built and then dropped, as a sweep that writes or checks each
@@ -102,26 +105,26 @@ def run(quick: bool = False) -> list[Row]:
     sim, replay, floor = median(per["simulate"]), median(per["replay"]), median(per["schedule"])
     events = sum(lengths) / n
     rows = [
-        Row("P5", f"simulated runs, rounds=1, {n:,} seeds ({events:.1f} events/run)", sim,
+        row(f"simulated runs, rounds=1, {n:,} seeds ({events:.1f} events/run)", sim,
             "runs/s", per["simulate"], baseline="offline.replay of the same traces",
             baseline_value=replay, target=f"≥ {TARGET:,}", met=sim >= TARGET),
-        Row("P5", "the same runs vs the scheduler floor", sim, "runs/s", per["simulate"],
+        row("the same runs vs the scheduler floor", sim, "runs/s", per["simulate"],
             baseline="random.Random(seed).randrange over a plain list", baseline_value=floor),
-        Row("P5", "the same runs with record=False (no Event, empty Trace)",
+        row("the same runs with record=False (no Event, empty Trace)",
             median(per["unrecorded"]), "runs/s", per["unrecorded"]),
-        Row("P5", f"simulate() per run incl. validate+project+compile, {full_n} seeds",
+        row(f"simulate() per run incl. validate+project+compile, {full_n} seeds",
             median(per["uncached"]), "runs/s", per["uncached"]),
-        Row("P5", "Simulator(c) once: validate + project + compile guards", median(setup), "s",
+        row("Simulator(c) once: validate + project + compile guards", median(setup), "s",
             setup),
     ]
     rss = {rounds: peak_rss_kib(rounds) for rounds in (short, long)}
-    rows += [Row("P5", f"peak RSS, cpl run --sim rounds={rounds:,}, no --trace", kib / 1024,
+    rows += [row(f"peak RSS, cpl run --sim rounds={rounds:,}, no --trace", kib / 1024,
                  "MiB", [kib / 1024]) for rounds, kib in rss.items()]
     rows[-1].baseline, rows[-1].baseline_value = f"rounds={short:,}", rss[short] / 1024
     rows[-1].target, rows[-1].met = "bounded", rss[long] <= 1.25 * rss[short]
     with tempfile.TemporaryDirectory() as folder:  # the streamed trace: several hundred MB
         streamed = peak_rss_kib(long, Path(folder) / "t.jsonl") / 1024
-    rows.append(Row("P5", f"peak RSS, cpl run --sim rounds={long:,} --trace t.jsonl", streamed,
+    rows.append(row(f"peak RSS, cpl run --sim rounds={long:,} --trace t.jsonl", streamed,
                     "MiB", [streamed], target="≤ 64 MiB", met=streamed <= 64))
     return rows
 

@@ -1,8 +1,8 @@
-"""P3-scale: metadata bytes per message as the run grows from 4 to 256 lifelines.
+"""Metadata bytes per message as the run grows from 4 to 256 lifelines.
 
 The full guard (owned by the Committer, reading TestRunner and Security) on
-the P1 mix over the paper's four lifelines plus workers that no guard reads
-but that take part in the run (``workloads.scaled_trace``: the same number of
+the mix of ``monitors_mixed.py`` over the paper's four lifelines plus workers that no
+guard reads but that take part in the run (``workloads.scaled_trace``: the same number of
 events per lifeline at every size).  The metadata carries the entries of the
 lifelines some guard reads (``Program.carried``), so its size should not move.
 
@@ -15,11 +15,15 @@ other lifeline — msgpack-encoded exactly as ``Metadata.encode``.
 
 from __future__ import annotations
 
+from functools import partial
+
 import workloads as w
 from cpl.trace import Clocks
 from cpl.monitor import Metadata
-from p3_metadata import messages
+from metadata_size import messages
 from timing import Row, median
+
+row = partial(Row, "metadata_scale")  # every row of this file is under its name
 
 SIZES = (4, 16, 64, 256)
 
@@ -60,18 +64,18 @@ def run(quick: bool = False) -> list[Row]:
         lean, old, carried = sizes(trace)
         medians[count], before[count] = median(lean), median(old)
         note = f"carried: {', '.join(carried)}" if count == SIZES[0] else ""
-        rows.append(Row("P3 scale", f"{count} lifelines, bytes/message, median "
+        rows.append(row(f"{count} lifelines, bytes/message, median "
                         f"({len(lean):,} msgs)", median(lean), "B", lean,
                         baseline="an entry per lifeline (before)",
                         baseline_value=median(old), note=note))
-        rows.append(Row("P3 scale", f"{count} lifelines, bytes/message, max", max(lean), "B",
+        rows.append(row(f"{count} lifelines, bytes/message, max", max(lean), "B",
                         baseline="an entry per lifeline (before), max",
                         baseline_value=max(old)))
     top, bottom = SIZES[-1], SIZES[0]
-    rows.append(Row("P3 scale", f"median at {top} lifelines vs at {bottom}", medians[top], "B",
+    rows.append(row(f"median at {top} lifelines vs at {bottom}", medians[top], "B",
                     baseline=f"median at {bottom} lifelines", baseline_value=medians[bottom],
                     target="≤ 1.25×", met=medians[top] <= 1.25 * medians[bottom]))
-    rows.append(Row("P3 scale", f"before: median at {top} lifelines vs at {bottom}",
+    rows.append(row(f"before: median at {top} lifelines vs at {bottom}",
                     before[top], "B", baseline=f"before: median at {bottom} lifelines",
                     baseline_value=before[bottom]))
     return rows

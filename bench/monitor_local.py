@@ -1,4 +1,4 @@
-"""P1 local: one lifeline, act events only, ``status != failed S status == passed``.
+"""Monitor steps of one lifeline alone: act events only, ``status != failed S status == passed``.
 
 This is the floor of a monitor step: one Python call per event into the
 generated ``act``.  The loop is ``for u in updates: act(u)``; the same loop
@@ -8,11 +8,14 @@ over a no-op function is the driver's share.
 from __future__ import annotations
 
 import random
+from functools import partial
 
 import baselines
 import workloads as w
 from cpl.trace import Event, Trace
 from timing import Row, interleaved, median, rate, timed
+
+row = partial(Row, "monitor_local")  # every row of this file is under its name
 
 
 def local_trace(n: int, seed: int = 7) -> Trace:
@@ -52,10 +55,11 @@ def run(quick: bool = False) -> list[Row]:
     driver, values = rate(n, runs["driver"]), rate(n, runs["act"])
     net = [(m - d) / n * 1e9 for m, d in zip(runs["act"], runs["driver"])]
     return [
-        Row("P1 local", f"driver loop alone (no-op act), {n:,} acts", median(driver), "events/s",
+        row(f"driver loop alone (no-op act), {n:,} acts", median(driver), "events/s",
             driver),
-        Row("P1 local", "Monitor.act", median(values), "events/s", values,
-            baseline=f"cpl.semantics.reference, {head}-event prefix", baseline_value=median(reference),
+        row("Monitor.act", median(values), "events/s", values,
+            baseline=f"cpl.semantics.reference, {head}-event prefix",
+            baseline_value=median(reference),
             target="≥ 5 M", met=median(values) >= 5e6),
-        Row("P1 local", "act work per event (minus driver)", median(net), "ns/event", net),
+        row("act work per event (minus driver)", median(net), "ns/event", net),
     ]

@@ -1,16 +1,16 @@
-"""P4's choreography: A sends B ``count`` data messages, one per loop iteration.
+"""stream_throughput.py's choreography: A sends B ``count`` data messages, one per loop iteration.
 
 A owns the loop ``n < count``; every decision is also a control message to B
 (the loop's outcome, which B's projection waits for), so B receives
 ``2 * count + 1`` messages in all: ``count`` data messages carrying ``n`` and
 ``count + 1`` control messages (the last says ``false``).
 
-    cpl run bench/p4_stream.py --arg count=1000 --trace t.jsonl
+    cpl run bench/stream_loop.py --arg count=1000 --trace t.jsonl
 """
 
 from choreo import Choreography
 
-c = stream = Choreography("p4_stream")
+c = stream = Choreography("stream_loop")
 A, B = c.lifelines("A", "B")
 
 count = c.input("count", int, default=1000, at=A)
