@@ -20,7 +20,9 @@ import sys
 
 from cpl.errors import CplError, TraceError
 
-from .usage import EXIT_FAILED, EXIT_OK, complain
+from cpl.errors import complain
+
+from .usage import EXIT_FAILED, EXIT_OK
 
 __all__ = ["build_parser", "main"]
 

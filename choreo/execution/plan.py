@@ -16,11 +16,10 @@ import attrs
 
 from cpl.monitor import OwnedFormula, Program, compile_guards
 from cpl.lang import application, named_predicates
-from .errors import ChoreographyError
-from .inputs import initial_stores, parse_args
-from .machine import Runner
-from .project import Projection
-from .validate import validate
+from choreo.authoring import ChoreographyError, initial_stores, parse_args
+from choreo.analysis import Projection, validate
+
+from .runner import Runner
 
 
 @attrs.frozen

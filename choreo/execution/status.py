@@ -12,7 +12,8 @@ it was taking and the cause, at the user's file and line where known.
 
 from __future__ import annotations
 
-from cpl.trace import INCOMPLETE  # never a driver's: a merge that could not place every event
+# A status, never a driver's: a merge that could not place every event.
+from cpl.trace import INCOMPLETE as INCOMPLETE
 
 from choreo.authoring import UNKNOWN, LocatedError, Where
 

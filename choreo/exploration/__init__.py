@@ -11,13 +11,15 @@ from cpl.lazy import face
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
     from .detector_process import DEFAULT_TIMEOUT
-    from .explore import WorkerDied, explore_file
+    from .explore import explore_file
+    from .pool import WorkerDied
     from .user_detectors import DetectorError, user_detectors
 
 __all__ = ['DEFAULT_TIMEOUT', 'DetectorError', 'explore_file', 'user_detectors', 'WorkerDied']
 
 face(__name__, {
     ".detector_process": "DEFAULT_TIMEOUT",
-    ".explore": "explore_file WorkerDied",
+    ".explore": "explore_file",
+    ".pool": "WorkerDied",
     ".user_detectors": "DetectorError user_detectors",
 })
