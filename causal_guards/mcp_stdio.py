@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import AsyncIterator
 from typing import Any, cast
 

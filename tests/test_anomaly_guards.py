@@ -328,7 +328,7 @@ def test_every_guard_has_the_specified_value_by_the_literal_semantics(name, guar
 @pytest.mark.parametrize("name,guarded", VARIANTS)
 def test_every_guard_has_the_specified_value_by_the_monitor(name, guarded):
     trace = SCENARIOS[name](guarded)
-    for index, event in _choices(trace):
+    for _, event in _choices(trace):
         values = dict((e.id, value) for e, value in evaluations(trace, event.guard, event.lifeline))
         assert values[event.id] is event.outcome, event.label
 

@@ -144,8 +144,10 @@ def test_the_flagship_exports_every_message_as_a_link_and_every_decision(review,
 def test_the_same_trace_gives_the_same_ids_in_any_form(review, tmp_path):
     first, _ = exported(review, tmp_path)
     from cpl.trace import dump_trace
-    ids = lambda request: sorted((s.trace_id, s.span_id, s.parent_span_id)
-                                 for s in spans_of(request))
+
+    def ids(request):
+        return sorted((s.trace_id, s.span_id, s.parent_span_id) for s in spans_of(request))
+
     for name in ("review.json", "review.msgpack"):
         dump_trace(load_trace(review), tmp_path / name)
         again, _ = exported(tmp_path / name, tmp_path)

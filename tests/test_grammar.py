@@ -315,7 +315,7 @@ def test_literals_of_different_types_are_different_formulas():
 
 def test_ast_nodes_are_frozen():
     formula = parse("x")
-    with pytest.raises(Exception):
+    with pytest.raises(attrs.exceptions.FrozenInstanceError):
         formula.term = Var("y")
 
 

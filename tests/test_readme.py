@@ -365,7 +365,7 @@ right
 
 <!-- readme: file broken.json -->
 ```json
-{"a": 
+{"a":
 ```
 """
 

@@ -20,8 +20,8 @@ FIG2 = Path(__file__).resolve().parents[1] / "examples" / "traces" / "fig2.json"
 def msc(lifelines, *events, init=None, vars=None):
     """A trace from compact events: (id, lifeline, kind, extra-fields)."""
     data = {"format": "cpl-msc/1", "lifelines": list(lifelines), "init": init or {},
-            "events": [dict(id=i, lifeline=l, kind=k, **(extra[0] if extra else {}))
-                       for i, l, k, *extra in events]}
+            "events": [dict(id=i, lifeline=who, kind=k, **(extra[0] if extra else {}))
+                       for i, who, k, *extra in events]}
     if vars is not None:
         data["vars"] = vars
     return parse_trace(data)

@@ -140,8 +140,8 @@ def test_frames_that_fail_the_checks_are_counted_by_reason_and_change_nothing(li
     a.send(live.frame(first))  # valid: A:1
     live.until(lambda s: s.received == 1)
     for reason, frames in hostile.items():
-        for frame in frames:
-            a.send(frame)
+        for bad in frames:
+            a.send(bad)
             expected[reason] += 1
             live.until(lambda s: s.rejected == dict(expected))
         if reason == "run":

@@ -15,7 +15,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from cpl.trace import stream as tracestream, Event, Trace, dump_trace, load_trace, open_trace, TraceWriter
+from cpl.trace import Event, Trace, TraceWriter, dump_trace, load_trace, open_trace
 from cpl.errors import TraceError
 from cpl.trace.files import dumps_trace, loads_trace, parse_trace
 from cpl.trace.stream import TraceWarning

@@ -57,7 +57,10 @@ def open_trace(path, warn=None, pending: bool = False) -> Trace | JsonLines | Pe
         return _open(Path(path), warn, pending)
     except TraceError as error:
         from .unmerged import merge_first
-        raise merge_first(path) or error
+        refusal = merge_first(path)
+        if refusal is None:
+            raise
+        raise refusal from error
 
 
 def _open(path: Path, warn, pending: bool) -> Trace | JsonLines | Pending:
