@@ -39,7 +39,8 @@ def test_mixed_workload_has_the_asked_mix_and_non_fifo_receives():
     for kind, share in w.MIX_P1.items():
         assert abs(counts[kind] / 4000 - share) < 0.05, (kind, counts)
     order = {e.msg: i for i, e in enumerate(trace.events) if e.kind == "send"}
-    received = [order[e.msg] for e in trace.events if e.kind == "recv" and e.lifeline == "Committer"]
+    received = [order[e.msg] for e in trace.events
+                if e.kind == "recv" and e.lifeline == "Committer"]
     assert received != sorted(received)  # some message overtakes another
 
 

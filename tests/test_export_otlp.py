@@ -241,7 +241,9 @@ def test_a_malformed_trace_is_the_same_error_as_cpl_eval(tmp_path):
     (".", "it is a directory"),
     ("no/such/dir/out.json", "does not exist"),
     pytest.param("/proc/out.json", "is not writable", marks=pytest.mark.skipif(
-        not os.path.isdir("/proc/self"), reason="needs Linux's /proc (unwritable even for root): not something to install, the platform lacks it (sys.platform)")),
+        not os.path.isdir("/proc/self"),
+        reason="needs Linux's /proc (unwritable even for root): not something to install, "
+               "the platform lacks it (sys.platform)")),
 ])
 def test_an_out_path_that_cannot_be_written_is_one_clear_line(review, tmp_path, target, words):
     result = cpl("export", review, "--otlp", tmp_path / target)

@@ -78,7 +78,8 @@ def _open(path: Path, warn, pending: bool) -> Trace | JsonLines | Pending:
         except OSError as error:
             raise TraceError(f"cannot read the trace: {error.strerror}", str(path)) from None
         except MemoryError:
-            raise TraceError("too large to read into memory; write it as .jsonl", str(path)) from None
+            raise TraceError("too large to read into memory; write it as .jsonl",
+                             str(path)) from None
         if not stream:
             if pending and form is None and not _looks_streamed(*_two_lines(raw)):
                 with collector_paused():

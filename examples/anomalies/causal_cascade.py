@@ -91,7 +91,7 @@ in 95 runs (47.5 %) -- in the other 9 the Executor read the plan after it was
 rolled back, so it depended on nothing -- and the guarded one in none: 76
 cascades and 19 rejections at commit, 105 results kept and e-mailed (``commits``
 105, ``aborts`` 95, ``retries`` 0, no failed run).
-"""
+"""  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
 from choreo import Choreography
 from cpl.anomalies import guards

@@ -72,7 +72,7 @@ Over 200 runs (``cpl explore``, mixed schedules) the unguarded twin dispatches
 a removed tool in 85 runs (42.5 %), the guarded one in none, with a call
 made in all 200 runs (``commits`` 200, ``retries`` 103, ``aborts`` 0, no failed
 run).
-"""
+"""  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
 from choreo import Choreography
 from cpl.anomalies import guards
