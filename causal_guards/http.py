@@ -241,7 +241,8 @@ class Peers:
             parts = urlsplit(base)
             if parts.scheme not in DEFAULT_PORTS or not parts.hostname:
                 raise ValueError(f"peer base URL {base!r}: write it as http(s)://host[:port][/path]")
-            origin = (parts.scheme, parts.hostname.lower(), parts.port or DEFAULT_PORTS[parts.scheme])
+            port = parts.port or DEFAULT_PORTS[parts.scheme]
+            origin = (parts.scheme, parts.hostname.lower(), port)
             bases.append((origin, parts.path.rstrip("/"), lifeline))
         bases.sort(key=lambda entry: len(entry[1]), reverse=True)
         return cls(tuple(bases))
@@ -250,7 +251,8 @@ class Peers:
         """The lifeline serving ``url`` (an ``httpx.URL``), or None for a URL of no peer."""
         origin = (url.scheme, url.host.lower(), url.port or DEFAULT_PORTS.get(url.scheme, 0))
         for base_origin, base_path, lifeline in self.bases:
-            if base_origin == origin and (url.path == base_path or url.path.startswith(base_path + "/")):
+            under_base = url.path == base_path or url.path.startswith(base_path + "/")
+            if base_origin == origin and under_base:
                 return lifeline
         return None
 

@@ -36,7 +36,7 @@ from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.types import Command, Send
 
-from causal_guards.families import family, family_guards, member_label
+from causal_guards.families import family, family_guards, member_label  # noqa: F401 (face)
 from causal_guards.graph_channel import UNADDRESSED, Tokens, merge_tokens  # noqa: F401 (face)
 from causal_guards.labels import send_label, update_label
 from cpl.live import (Agent, LiveError, System, Token, TokenRefused, UndeclaredVariable,

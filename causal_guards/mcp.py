@@ -78,7 +78,8 @@ class CausalTools:
 
     agent: Agent
 
-    def tool(self, guard: str | None = None, *, assign: Sequence[str] = ()) -> Callable[[Tool], Tool]:
+    def tool(self, guard: str | None = None, *,
+             assign: Sequence[str] = ()) -> Callable[[Tool], Tool]:
         """Wrap a tool function (place it under ``@server.tool()``).
 
         On each call the agent receives the caller's token, setting the tool arguments
@@ -167,8 +168,9 @@ class _ToolCall:
             return_annotation=hints.get("return", signature.return_annotation))
         unknown = [name for name in assign if name not in signature.parameters]
         if unknown:
-            raise ValueError(f"assign names {unknown} that are not parameters of {function.__name__}; "
-                             f"its parameters are {list(signature.parameters)}")
+            raise ValueError(f"assign names {unknown} that are not parameters of "
+                             f"{function.__name__}; its parameters are "
+                             f"{list(signature.parameters)}")
         skip = [context_parameter] if context_parameter else []
         # typed as giving an InputRequiredResult too: this adapter replies with what it gives
         convert = func_metadata(function, skip_names=skip).convert_result
@@ -186,7 +188,10 @@ class _ToolCall:
         own_context = self.context_parameter or _CONTEXT_PARAMETER
 
         async def tool(**arguments: Any) -> CallToolResult:
-            context = arguments[own_context] if self.context_parameter else arguments.pop(own_context)
+            if self.context_parameter:
+                context = arguments[own_context]
+            else:
+                context = arguments.pop(own_context)
             return await serve(arguments, context)
 
         functools.update_wrapper(tool, self.function)

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import sys
 from collections.abc import AsyncIterator
 from typing import Any, cast
 
@@ -131,7 +130,8 @@ def _refusal(error: Exception) -> tuple[int, str]:
             reason += " (a lone surrogate \\ud800-\\udfff, without its pair)"
         return PARSE_ERROR, f"the MCP SDK cannot read this request: {reason}"
     where = ".".join(str(part) for part in first.get("loc", ()))[:MAX_DETAIL]
-    return INVALID_REQUEST, f"not a JSON-RPC message the MCP SDK reads: {where or 'message'}: {reason}"
+    return (INVALID_REQUEST,
+            f"not a JSON-RPC message the MCP SDK reads: {where or 'message'}: {reason}")
 
 
 def _request_id(line: str) -> int | str | None:

@@ -74,7 +74,8 @@ class GuardError(CplError):
             text = f"{origin}:{self.line}:{self.column}: error: {self.message}"
             # One column per character: tabs and control characters show as spaces.
             shown = "".join(c if c.isprintable() else " " for c in self.source_line)
-            caret = " " * (self.column - 1) + "^" * min(self.width, max(1, len(shown) - self.column + 1))
+            width = min(self.width, max(1, len(shown) - self.column + 1))
+            caret = " " * (self.column - 1) + "^" * width
             text += f"\n  {shown}\n  {caret}"
         if self.hint:
             text += f"\n  hint: {self.hint}"

@@ -27,7 +27,8 @@ def add_choreography(parser, help: str | None = None) -> None:
 
 
 def add_inputs(parser) -> None:
-    """``--arg KEY=VALUE``, the choreography's inputs (``choreo.execution.plan.Plan.inputs`` reads them)."""
+    """``--arg KEY=VALUE``, the choreography's inputs (``choreo.execution.plan.Plan.inputs``
+    reads them)."""
     parser.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE",
                         help="an input of the choreography (repeatable)")
 

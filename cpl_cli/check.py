@@ -130,4 +130,5 @@ def add_check_command(commands) -> None:
                             "lifelines are --schema's, else those the guard names plus the owner")
     check.add_argument("--owner", metavar="NAME",
                        help="with --monitor: the lifeline that evaluates the guard (default: the "
-                            "--monitor lifeline); the other lifelines' monitors show what they ship")
+                            "--monitor lifeline); the other lifelines' monitors show what they "
+                            "ship")

@@ -18,7 +18,8 @@ import cpl
 from cpl.errors import EvaluationError, TraceError
 
 from .arguments import (
-    TRACE_FILES, add_command, add_format, add_lifeline, add_predicates, add_trace_file, check_lifeline,
+    TRACE_FILES, add_command, add_format, add_lifeline, add_predicates, add_trace_file,
+    check_lifeline,
 )
 from .predicates import load_predicates
 from .usage import EXIT_FAILED, EXIT_OK, complain, for_terminal
@@ -90,10 +91,11 @@ def cmd_eval(args) -> int:
 
 def _eval_stepped(args, source, notes: list, warn) -> bool:
     """``--format jsonl`` of a guard by the monitor, checking and evaluating in one pass
-    (``stepped`` of a ``Pending`` document or a ``JsonLines`` stream): no ``Event`` is built.  False, with
-    nothing printed, if anything is not plain (a guard that calls predicates, a document
-    without ``vars``, a problem anywhere, the fast path declining): the caller then takes
-    the trace from the start, checked before it is evaluated, and says what is wrong."""
+    (``stepped`` of a ``Pending`` document or a ``JsonLines`` stream): no ``Event`` is
+    built.  False, with nothing printed, if anything is not plain (a guard that calls
+    predicates, a document without ``vars``, a problem anywhere, the fast path declining):
+    the caller then takes the trace from the start, checked before it is evaluated, and
+    says what is wrong."""
     from cpl.lang import named_predicates, parse
     from cpl.monitor import value_step
 

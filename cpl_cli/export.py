@@ -3,8 +3,8 @@
 Reads any trace form as ``cpl render`` does (a cut-off stream is exported as far
 as it goes, with a warning); the spans are built by ``cpl.export`` on the
 OpenTelemetry SDK, an extra: without it the command says what to install (exit 2).
-``--otlp`` is written whole or not at all (``cpl_cli.outputs``); a collector that cannot be reached or
-refuses the spans is exit 1, after ``--otlp`` was written.
+``--otlp`` is written whole or not at all (``cpl_cli.outputs``); a collector that
+cannot be reached or refuses the spans is exit 1, after ``--otlp`` was written.
 """
 
 from __future__ import annotations

@@ -5,9 +5,9 @@ trace is whole (``runtime.supervisor.parts``).  If the supervisor is killed firs
 stops at whatever it had; this command merges the logs as the supervisor
 would have (``cpl.trace.merge``) into a trace whose ``meta.status`` is
 ``vanished`` (``incomplete``, exit 1, when it cannot place every event the logs hold:
-the lines not placed are kept beside it, ``cpl.trace.unplaced``).  The new trace is written beside TRACE and checked by the trace
-reader before it replaces TRACE, so a full disk or damaged logs leave TRACE
-and the parts as they were.
+the lines not placed are kept beside it, ``cpl.trace.unplaced``).  The new trace is
+written beside TRACE and checked by the trace reader before it replaces TRACE, so a
+full disk or damaged logs leave TRACE and the parts as they were.
 """
 
 from __future__ import annotations
@@ -57,7 +57,8 @@ def cmd_merge(args) -> int:
             raise TraceError(f"{what}: its header cannot be written: {error}") from None
         with writer:
             last = None
-            if source.reported is not None:  # results as the trace has them (runtime.supervisor.results)
+            # results as the trace has them (runtime.supervisor.results)
+            if source.reported is not None:
                 from runtime.supervisor import LastValues
                 last = LastValues(lifelines, header.get("init"), source.reported)
             placed = merge_logs(source.logs, lifelines,

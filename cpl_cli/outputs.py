@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import secrets
 import stat
 import sys

@@ -12,4 +12,5 @@ from xdist_groups import pytest_collection_modifyitems  # noqa: F401 (a hook)
 settings.register_profile("dev", max_examples=100, deadline=None)
 settings.register_profile("ci", max_examples=300, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or ("ci" if os.environ.get("CI") else "dev"))
+default_profile = "ci" if os.environ.get("CI") else "dev"
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE") or default_profile)

@@ -186,7 +186,8 @@ class Cpl:
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
-            raise AssertionError(f"cpl did not end within {timeout} s; stderr:\n{self.err}")
+            raise AssertionError(
+                f"cpl did not end within {timeout} s; stderr:\n{self.err}") from None
 
     @property
     def out(self) -> str:

@@ -98,7 +98,8 @@ def terms(lifelines: Sequence[str], variables: Sequence[str], symbols: Sequence[
     if variables:
         options.append(st.builds(ast.Var, st.sampled_from(variables)))
         if remote and lifelines:
-            options.append(st.builds(ast.Remote, st.sampled_from(lifelines), st.sampled_from(variables)))
+            options.append(st.builds(ast.Remote, st.sampled_from(lifelines),
+                                     st.sampled_from(variables)))
     if symbols:
         options.append(st.builds(ast.Symbol, st.sampled_from(symbols)))
     return st.one_of(options)

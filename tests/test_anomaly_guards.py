@@ -2,7 +2,8 @@
 each guard has the value anomalies.md §6 says at each choice of the scenarios S1, S1b,
 S1c, S5, S5b, S6, S7 (gather, issuer, sink), S10 and S11, built here as small
 cpl-msc/1 traces whose choices record the spec's values — computed by the literal
-semantics (cpl.semantics.reference), by the monitors (cpl.monitor.offline) and re-checked by `cpl eval`.
+semantics (cpl.semantics.reference), by the monitors (cpl.monitor.offline) and
+re-checked by `cpl eval`.
 
 ``SCENARIOS`` (name → builder(guarded) → Trace) is shared with test_anomaly_extract.py.
 """
@@ -328,7 +329,7 @@ def test_every_guard_has_the_specified_value_by_the_literal_semantics(name, guar
 @pytest.mark.parametrize("name,guarded", VARIANTS)
 def test_every_guard_has_the_specified_value_by_the_monitor(name, guarded):
     trace = SCENARIOS[name](guarded)
-    for index, event in _choices(trace):
+    for _, event in _choices(trace):
         values = dict((e.id, value) for e, value in evaluations(trace, event.guard, event.lifeline))
         assert values[event.id] is event.outcome, event.label
 

@@ -1,4 +1,5 @@
-"""``choreo.execution.fingerprint``: two lifelines run the same plan only if their fingerprints agree."""
+"""``choreo.execution.fingerprint``: two lifelines run the same plan only if their
+fingerprints agree."""
 
 from __future__ import annotations
 

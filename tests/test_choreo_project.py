@@ -17,7 +17,8 @@ EXAMPLES = ["code_review", "relay", "parallel_tools"]
 
 @pytest.mark.parametrize("example", EXAMPLES)
 def test_golden_projection(example):
-    """`cpl show` of each example; CPL_UPDATE_GOLDEN=1 rewrites the files after a deliberate change."""
+    """`cpl show` of each example; CPL_UPDATE_GOLDEN=1 rewrites the files after a
+    deliberate change."""
     result = cpl("show", ROOT / "examples" / f"{example}.py")
     assert result.returncode == 0, result.stderr
     golden = GOLDEN / f"{example}.show.txt"
@@ -29,7 +30,8 @@ def test_golden_projection(example):
 def test_show_one_lifeline():
     result = cpl("show", ROOT / "examples" / "code_review.py", "--lifeline", "Committer")
     assert result.returncode == 0
-    assert result.stdout.startswith("Committer:\n  loop on control from Orchestrator [another round?]")
+    assert result.stdout.startswith(
+        "Committer:\n  loop on control from Orchestrator [another round?]")
     assert "choose merge? by guard @TestRunner.candidate == candidate" in result.stdout
     assert result.stdout.rstrip().endswith("result: candidate, decision")
 

@@ -130,8 +130,8 @@ c.act(B, lambda v, rng: v["x"] / 0, assigns=[x])  # <-
     out = tmp_path / "boom.json"
     result = cpl("run", path, "--sim", "--trace", out)
     assert result.returncode == 1
-    assert f"{path}:{marked(path)}: error: B, after B.1: action 'compute x' raised ZeroDivisionError" \
-        in result.stderr
+    assert (f"{path}:{marked(path)}: error: B, after B.1: "
+            "action 'compute x' raised ZeroDivisionError") in result.stderr
     trace = load_trace(out)
     assert trace.meta["status"] == "failed" and len(trace.events) == 3
 

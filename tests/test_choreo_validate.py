@@ -1,4 +1,5 @@
-"""Every validation error: one small faulty choreography each, checked for message, file and line."""
+"""Every validation error: one small faulty choreography each, checked for message, file
+and line."""
 
 import pytest
 
@@ -190,7 +191,8 @@ c.send(A, B, flag)
 with c.if_("x > 1", at=B, label="big?"):  # <-
     c.set(B, flag=False)
 """, "read-before-set")
-    assert error.message == "the guard of 'big?' reads x, which B cannot have set before this decision"
+    assert error.message == ("the guard of 'big?' reads x, "
+                             "which B cannot have set before this decision")
 
 
 def test_guard_reading_a_remote_variable_the_other_lifeline_never_sets(tmp_path):
@@ -267,7 +269,8 @@ c.set(A, x=1)
 with c.if_("false", at=A, label="never"):
     c.set(A, x=2)  # <-
 """, "unreachable")
-    assert error.message == "unreachable: the then-branch of 'never' (line 10) never runs: its guard is false"
+    assert error.message == ("unreachable: the then-branch of 'never' (line 10) never runs: "
+                             "its guard is false")
 
 
 # ------------------------------------------------------------------------- CLI

@@ -67,13 +67,15 @@ def test_schema_unknown_lifeline_suggests(schema_file):
     result = cpl("check", "@TestRuner(status != failed)", "--schema", str(schema_file))
     assert result.returncode == 2
     assert result.stdout == ""
-    assert "guard:1:2: error: unknown lifeline 'TestRuner'; did you mean 'TestRunner'?" in result.stderr
+    misspelt = "guard:1:2: error: unknown lifeline 'TestRuner'; did you mean 'TestRunner'?"
+    assert misspelt in result.stderr
     assert "   ^^^^^^^^^\n" in result.stderr
     assert "Traceback" not in result.stderr
 
 
 def test_schema_resolves_and_closes_symbols(schema_file):
-    ok = cpl("check", "@TestRunner(status != failed S status == passed)", "--schema", str(schema_file))
+    ok = cpl("check", "@TestRunner(status != failed S status == passed)",
+             "--schema", str(schema_file))
     assert (ok.returncode, ok.stdout) == (0, "@TestRunner(status != failed S status == passed)\n")
     bad = cpl("check", "status == faild", "--schema", str(schema_file))
     assert bad.returncode == 2
@@ -91,8 +93,10 @@ def test_json_output_of_the_committer_guard(schema_file):
         assert data["lifelines"] == ["TestRunner", "Security"]
         assert data["subformulas"] == 13
         assert data["remote"] == {
-            "TestRunner": {"formulas": ["status != failed S status == passed"], "vars": ["candidate"]},
-            "Security": {"formulas": ["status != critical S status == cleared"], "vars": ["candidate"]},
+            "TestRunner": {"formulas": ["status != failed S status == passed"],
+                           "vars": ["candidate"]},
+            "Security": {"formulas": ["status != critical S status == cleared"],
+                         "vars": ["candidate"]},
         }
 
 

@@ -19,7 +19,8 @@ from choreo import load_one
 from choreo.exploration.explore import ERROR, explore_file, schedule_of
 from choreo.execution.plan import prepare
 from choreo.execution.simulate import Simulator
-from choreo.exploration.user_detectors import DetectorError, UserDetector, load_detector, user_detectors
+from choreo.exploration.user_detectors import (DetectorError, UserDetector, load_detector,
+                                               user_detectors)
 from choreo_util import cpl
 from cpl.trace import load_trace
 

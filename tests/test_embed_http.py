@@ -156,17 +156,24 @@ def hostile_headers(agents) -> dict[tuple[str, int, str], list[tuple[str, bytes]
     stranger = release_system(guard="@Reviewer(approved == true)").agent("Author")
     forger = release_system(secret=b"another secret, also 32 bytes!!").agent("Author")
     rng = random.Random(17)
+    random_bytes = bytes(rng.randrange(256) for _ in range(200))
+    random_text = "".join(rng.choice("abcXYZ0189+/=-_") for _ in range(300)).encode()
+    random_body = b"cpl1." + rng.randbytes(90).hex().encode()
+    foreign = stranger.send("Deployer", "POST /deploy").text.encode()
+    forged = forger.send("Deployer", "POST /deploy").text.encode()
+    misaddressed = reviewer.send("Author", "approval").text.encode()
     return {
         ("missing", 401, "missing"): [],
-        ("random bytes", 400, "malformed"): [("cpl-token", bytes(rng.randrange(256) for _ in range(200)))],
-        ("random text", 400, "malformed"): [("cpl-token", "".join(rng.choice("abcXYZ0189+/=-_") for _ in range(300)).encode())],
-        ("random token body", 400, "malformed"): [("cpl-token", b"cpl1." + rng.randbytes(90).hex().encode())],
+        ("random bytes", 400, "malformed"): [("cpl-token", random_bytes)],
+        ("random text", 400, "malformed"): [("cpl-token", random_text)],
+        ("random token body", 400, "malformed"): [("cpl-token", random_body)],
         ("truncated", 400, "malformed"): [("cpl-token", good[: len(good) // 2].encode())],
         ("oversized", 400, "oversized"): [("cpl-token", b"A" * (MAX_TOKEN_TEXT + 1))],
-        ("other system", 400, "foreign"): [("cpl-token", stranger.send("Deployer", "POST /deploy").text.encode())],
-        ("forged", 401, "forged"): [("cpl-token", forger.send("Deployer", "POST /deploy").text.encode())],
-        ("misaddressed", 400, "misaddressed"): [("cpl-token", reviewer.send("Author", "approval").text.encode())],
-        ("two headers", 400, "malformed"): [("cpl-token", good.encode()), ("cpl-token", good.encode())],
+        ("other system", 400, "foreign"): [("cpl-token", foreign)],
+        ("forged", 401, "forged"): [("cpl-token", forged)],
+        ("misaddressed", 400, "misaddressed"): [("cpl-token", misaddressed)],
+        ("two headers", 400, "malformed"): [("cpl-token", good.encode()),
+                                             ("cpl-token", good.encode())],
     }
 
 
@@ -176,11 +183,13 @@ def test_hostile_tokens_are_4xx_with_a_body_and_leave_the_monitor_unchanged(agen
     with TestClient(deployer_app(deployer), base_url=DEPLOYER,
                     raise_server_exceptions=False) as client:
         for (case, status, reason), headers in cases.items():
-            before_value, before_taken, before_lines = deployer.holds("deploy"), deployer.taken, log_lines(log)
+            before_value, before_taken = deployer.holds("deploy"), deployer.taken
+            before_lines = log_lines(log)
             response = client.post("/deploy?version=v2", headers=headers)
             assert response.status_code == status, (case, response.status_code, response.text)
             body = response.json()
-            assert body["reason"] == reason and body["header"] == "cpl-token" and body["detail"], case
+            assert body["reason"] == reason, case
+            assert body["header"] == "cpl-token" and body["detail"], case
             assert deployer.holds("deploy") == before_value, case
             added = log_lines(log)[len(before_lines):]
             assert deployer.taken == before_taken + len(added), case  # refusal acts, nothing else
@@ -335,7 +344,8 @@ def test_the_example_runs_and_its_merged_trace_rechecks(tmp_path):
             f"{who}: {logs}/{log}.jsonl exists already: give --overwrite to replace it\n"))
         (logs / "Author.jsonl").unlink()
     story = run([*command, "--overwrite"], environment)
-    assert re.findall(r"^\S.*?: (\d{3}) ", story, re.MULTILINE) == ["403", "401", "200", "403", "200"]
+    statuses = re.findall(r"^\S.*?: (\d{3}) ", story, re.MULTILINE)
+    assert statuses == ["403", "401", "200", "403", "200"]
     assert sorted(path.name for path in logs.iterdir()) == [
         "Author.jsonl", "Deployer.jsonl", "Reviewer.jsonl"]
     cpl = [sys.executable, "-m", "cpl_cli"]

@@ -91,7 +91,8 @@ def test_the_guard_refuses_until_the_approval_is_in_the_callers_past(tmp_path):
     assert not sent.is_error and text(sent) == "sent d1 to board@example.org"
     assert other.is_error  # the approval was of d1, not d2
     mailer.close(), drafter.close()
-    kinds = [(e["kind"], e.get("label"), e.get("outcome")) for e in events(tmp_path / "Mailer.jsonl")]
+    kinds = [(e["kind"], e.get("label"), e.get("outcome"))
+             for e in events(tmp_path / "Mailer.jsonl")]
     assert kinds == [("recv", "send_email", None), ("choice", "send", False),
                      ("send", "send_email refused", None),
                      ("recv", "send_email", None), ("choice", "send", True),
@@ -243,7 +244,8 @@ def test_hostile_tokens_are_error_results_and_leave_the_mailer_as_it_was(tmp_pat
         seen_before, sent_before, holds_before = before
         seen_after, sent_after, holds_after = after
         seen_before.pop("Mailer", None), seen_after.pop("Mailer", None)
-        assert (seen_after, sent_after, holds_after) == (seen_before, sent_before, holds_before), name
+        assert seen_after == seen_before and sent_after == sent_before, name
+        assert holds_after == holds_before, name
     mailer.close()
     refusals = [e for e in events(tmp_path / "Mailer.jsonl") if e["kind"] == "act"]
     counted = Counter()  # a reason's repeats within a second are one act with their count

@@ -136,8 +136,8 @@ def test_requests_the_sdk_cannot_read_are_answered_with_an_error_for_their_id(tm
             server.write(line)
         # the server goes on, and its next answer is a genuine call's (nobody approved d1:
         # refused by the guard), so no line above was answered
-        token = System(["Drafter", "Approver", "Mailer"],
-                       {"send": ("Mailer", "@Approver(approved == true) && @Approver.draft == draft")},
+        guard = "@Approver(approved == true) && @Approver.draft == draft"
+        token = System(["Drafter", "Approver", "Mailer"], {"send": ("Mailer", guard)},
                        variables=["approved", "draft"], secret=SECRET).agent("Drafter").send(
             "Mailer", "send_email").text
         answer = server.ask(call(20, meta=json.dumps({TOKEN_KEY: token}).encode()))

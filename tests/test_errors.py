@@ -97,23 +97,27 @@ GOLDEN = [
         '        ^',
     ], id='second unmatched )'),
     pytest.param('x y', [
-        "guard:1:3: error: unexpected 'y' after 'x'; expected an operator such as '&&', '||', 'S' or '->'",
+        "guard:1:3: error: unexpected 'y' after 'x'; "
+        "expected an operator such as '&&', '||', 'S' or '->'",
         '  x y',
         '    ^',
     ], id='two terms in a row'),
     pytest.param('(x y)', [
-        "guard:1:4: error: unexpected 'y' after 'x'; expected an operator such as '&&', '||', 'S', '->' or ')'",
+        "guard:1:4: error: unexpected 'y' after 'x'; "
+        "expected an operator such as '&&', '||', 'S', '->' or ')'",
         '  (x y)',
         '     ^',
         "  hint: the '(' at line 1, column 1 is still open",
     ], id='two terms in parentheses'),
     pytest.param('true false', [
-        "guard:1:6: error: unexpected 'false' after 'true'; expected an operator such as '&&', '||', 'S' or '->'",
+        "guard:1:6: error: unexpected 'false' after 'true'; "
+        "expected an operator such as '&&', '||', 'S' or '->'",
         '  true false',
         '       ^^^^^',
     ], id='two literals'),
     pytest.param('x == y == z', [
-        "guard:1:8: error: unexpected '==' after 'y'; expected an operator such as '&&', '||', 'S' or '->'",
+        "guard:1:8: error: unexpected '==' after 'y'; "
+        "expected an operator such as '&&', '||', 'S' or '->'",
         '  x == y == z',
         '         ^^',
     ], id='chained comparison'),
@@ -241,7 +245,8 @@ GOLDEN = [
         "  hint: the '(' at line 1, column 2 is still open",
     ], id='trailing comma'),
     pytest.param('x.y', [
-        "guard:1:2: error: unexpected '.' after 'x'; expected an operator such as '&&', '||', 'S' or '->'",
+        "guard:1:2: error: unexpected '.' after 'x'; "
+        "expected an operator such as '&&', '||', 'S' or '->'",
         '  x.y',
         '   ^',
     ], id='dotted variable'),

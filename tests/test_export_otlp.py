@@ -144,8 +144,10 @@ def test_the_flagship_exports_every_message_as_a_link_and_every_decision(review,
 def test_the_same_trace_gives_the_same_ids_in_any_form(review, tmp_path):
     first, _ = exported(review, tmp_path)
     from cpl.trace import dump_trace
-    ids = lambda request: sorted((s.trace_id, s.span_id, s.parent_span_id)
-                                 for s in spans_of(request))
+
+    def ids(request):
+        return sorted((s.trace_id, s.span_id, s.parent_span_id) for s in spans_of(request))
+
     for name in ("review.json", "review.msgpack"):
         dump_trace(load_trace(review), tmp_path / name)
         again, _ = exported(tmp_path / name, tmp_path)
@@ -239,7 +241,9 @@ def test_a_malformed_trace_is_the_same_error_as_cpl_eval(tmp_path):
     (".", "it is a directory"),
     ("no/such/dir/out.json", "does not exist"),
     pytest.param("/proc/out.json", "is not writable", marks=pytest.mark.skipif(
-        not os.path.isdir("/proc/self"), reason="needs Linux's /proc (unwritable even for root): not something to install, the platform lacks it (sys.platform)")),
+        not os.path.isdir("/proc/self"),
+        reason="needs Linux's /proc (unwritable even for root): not something to install, "
+               "the platform lacks it (sys.platform)")),
 ])
 def test_an_out_path_that_cannot_be_written_is_one_clear_line(review, tmp_path, target, words):
     result = cpl("export", review, "--otlp", tmp_path / target)

@@ -78,8 +78,9 @@ def test_generic_past_over_many_lifelines_nested_twelve_deep():
 
 def test_cpl_check_json_of_nested_past_is_small_and_quick():
     start = time.monotonic()
-    result = subprocess.run([sys.executable, "-m", "cpl_cli", "check", nested("P ", 14) + " && @A(y)",
-                             "--format", "json"], capture_output=True, text=True, timeout=60)
+    guard = nested("P ", 14) + " && @A(y)"
+    result = subprocess.run([sys.executable, "-m", "cpl_cli", "check", guard, "--format", "json"],
+                            capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert time.monotonic() - start < LIMIT_SECONDS + 3  # interpreter start included
     assert len(result.stdout) < LIMIT_BYTES
@@ -96,7 +97,10 @@ def test_past_over_thousands_of_lifelines_recurses_nowhere():
 def test_formulas_deeper_than_the_recursion_limit_compile():
     formula = ast.Compare("==", ast.Var("x"), ast.Const(1))
     for level in range(3 * sys.getrecursionlimit()):
-        formula = ast.Prev(formula) if level % 2 else ast.And(ast.Not(formula), ast.Truth(ast.Var("y")))
+        if level % 2:
+            formula = ast.Prev(formula)
+        else:
+            formula = ast.And(ast.Not(formula), ast.Truth(ast.Var("y")))
     program = compile_guards([OwnedFormula("A", formula)], ["A", "B"])
     assert len(program.local("A").slots) > 3 * sys.getrecursionlimit()
 
@@ -118,6 +122,7 @@ def test_equality_of_deep_and_shared_formulas_recurses_nowhere():
     assert left == right and not left != right
     shared_left, shared_right = ast.Bool(True), ast.Bool(True)
     for _ in range(200):  # a tree of 2**200 leaves, as nested P builds
-        shared_left, shared_right = ast.And(shared_left, shared_left), ast.And(shared_right, shared_right)
+        shared_left = ast.And(shared_left, shared_left)
+        shared_right = ast.And(shared_right, shared_right)
     assert shared_left == shared_right
     assert ast.And(shared_left, ast.Bool(False)) != ast.And(shared_right, ast.Bool(True))

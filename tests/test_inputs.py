@@ -183,8 +183,8 @@ def test_a_choreography_text_no_trace_holds_is_refused_before_the_run(tmp_path, 
                                                                     mode):
     """Names, labels, constants and defaults reach every trace: refused as the choreography's
     error (exit 2), where the run used to end in an internal error of the trace writer."""
-    lines = ['c = Choreography("s")', 'A, B = c.lifelines("A", "B")', 'x = c.var("x", object, init=0)',
-             'c.send(A, B, x)']
+    lines = ['c = Choreography("s")', 'A, B = c.lifelines("A", "B")',
+             'x = c.var("x", object, init=0)', 'c.send(A, B, x)']
     lines.insert(0 if body.startswith("c = ") else 3, body)
     if body.startswith("c = "):
         del lines[1]

@@ -16,7 +16,8 @@ PACKAGES = ("cpl", "choreo", "runtime", "causal_guards", "cpl_cli")
 # The layers, lowest first: a package imports only from the ones before it.  The adapters
 # (causal_guards) sit on cpl alone; the command (cpl_cli) on everything but the adapters.
 LAYERS = {"cpl": ("cpl",), "choreo": ("cpl", "choreo"), "runtime": ("cpl", "choreo", "runtime"),
-          "cpl_cli": ("cpl", "choreo", "runtime", "cpl_cli"), "causal_guards": ("cpl", "causal_guards")}
+          "cpl_cli": ("cpl", "choreo", "runtime", "cpl_cli"),
+          "causal_guards": ("cpl", "causal_guards")}
 SUBPACKAGES = {
     "cpl": ("lang", "trace", "monitor", "semantics", "view", "anomalies", "live", "export"),
     "choreo": ("authoring", "analysis", "execution", "exploration", "models"),

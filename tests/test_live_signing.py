@@ -25,7 +25,6 @@ import pytest
 from cpl.live import KeyRing, LiveError, SigningUnavailable, System, Token, TokenRefused
 from cpl.live.keys import private_path
 from cpl.live.token import sign
-from cpl.monitor import Metadata
 from test_live_tokens import GUARDS, LIFELINES, VARIABLES, refused, state
 
 SECRET = b"0123456789abcdef-secret"

@@ -132,7 +132,8 @@ def test_mock_choices_pick_one_deterministically_and_cover_both():
     answers = [review({"c": "c7"}, seed) for seed in range(40)]
     assert set(answers) == {"approve", "reject"}
     assert answers == [review({"c": "c7"}, seed) for seed in range(40)]
-    fixed = llm("Review {c}", backend=MockBackend(choices=["approve"]), choices=["approve", "reject"])
+    fixed = llm("Review {c}", backend=MockBackend(choices=["approve"]),
+                choices=["approve", "reject"])
     assert all(fixed({"c": "x"}, s) == "approve" for s in range(10))
 
 

@@ -119,8 +119,8 @@ def test_only_the_lifelines_some_guard_reads_are_carried():
 def test_metadata_size_does_not_depend_on_how_many_lifelines_take_part():
     def frame(lifelines):
         schema = cpl.Schema(lifelines=lifelines, variables=SCHEMA.variables)
-        program = compile_guards([OwnedFormula("Committer", cpl.check(PAPER_GUARD, schema).primitive)],
-                                 lifelines)
+        guard = cpl.check(PAPER_GUARD, schema).primitive
+        program = compile_guards([OwnedFormula("Committer", guard)], lifelines)
         tester = Monitor(program, "TestRunner")
         tester.act({"candidate": "c7", "status": "passed"})
         return tester.send().encode()
@@ -179,7 +179,8 @@ def test_unknown_owner_is_rejected():
 def test_shared_subformulas_are_one_slot():
     first = cpl.check("@TestRunner(status == passed) && x == 1", SCHEMA).primitive
     second = cpl.check("@TestRunner(status == passed) || x == 2", SCHEMA).primitive
-    program = compile_guards([OwnedFormula("Committer", first), OwnedFormula("Committer", second)], LIFELINES)
+    program = compile_guards([OwnedFormula("Committer", first), OwnedFormula("Committer", second)],
+                             LIFELINES)
     committer = program.local("Committer")
     at_nodes = [s for s in committer.slots if isinstance(s, cpl.ast.At)]
     assert len(at_nodes) == 1

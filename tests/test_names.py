@@ -65,7 +65,8 @@ def test_resolution_keeps_spans_for_later_errors():
 
 def test_closed_symbol_list_accepts_listed_symbols():
     assert resolved("status == passed || status == cleared", CLOSED) == Or(
-        Compare("==", Var("status"), Symbol("passed")), Compare("==", Var("status"), Symbol("cleared")))
+        Compare("==", Var("status"), Symbol("passed")),
+        Compare("==", Var("status"), Symbol("cleared")))
 
 
 def test_closed_symbol_list_rejects_unknown_name_with_a_suggestion():
@@ -189,7 +190,8 @@ def test_schema_from_dict_accepts_lists_and_objects():
     ([], "schema: error: expected a JSON object with lifelines, vars and symbols"),
     (None, "schema: error: expected a JSON object with lifelines, vars and symbols"),
     ("A", "schema: error: expected a JSON object with lifelines, vars and symbols"),
-    ({"lifeline": ["A"]}, "schema: error: unknown key 'lifeline' (keys are lifelines, vars, symbols)"),
+    ({"lifeline": ["A"]},
+     "schema: error: unknown key 'lifeline' (keys are lifelines, vars, symbols)"),
     ({"lifelines": "A"}, "schema: error: 'lifelines' must be a list (or object) of identifiers"),
     ({"lifelines": [1]}, "schema: error: 'lifelines' must be a list (or object) of identifiers"),
     ({"vars": ["a b"]}, "schema: error: 'vars' must be a list (or object) of identifiers"),

@@ -251,7 +251,7 @@ RAISED = '''cpl run: pipeline.py:14: error: Tester, after Tester.1: action 'run_
     File "checks.py", line 6, in parse
       raise RuntimeError(f"cannot parse {text!r}")
   (trace written to t.jsonl)
-'''
+'''  # noqa: E501 (what cpl run prints, verbatim)
 
 
 @pytest.mark.parametrize("mode", ["--sim", "processes"])

@@ -80,7 +80,8 @@ def test_builtin_results(name, args, expected):
 @given(st.sampled_from(sorted(BUILTINS)).flatmap(
     lambda name: st.tuples(st.just(name), st.lists(
         st.one_of(st.none(), st.booleans(), st.integers(), st.floats(), st.text(max_size=5),
-                  st.lists(st.integers(), max_size=3), st.dictionaries(st.text(max_size=2), st.none())),
+                  st.lists(st.integers(), max_size=3),
+                  st.dictionaries(st.text(max_size=2), st.none())),
         min_size=BUILTINS[name], max_size=BUILTINS[name]))))
 def test_builtins_never_raise_and_return_booleans(name_args):
     name, args = name_args

@@ -14,7 +14,8 @@ YAML) are text and not run.  An HTML comment on the line before a block changes
 that:
 
     <!-- readme: file NAME -->       the block is the file NAME of the scratch folder (used by
-                                     later commands or continuations; python is compiled, json parsed)
+                                     later commands or continuations; python is compiled,
+                                     json parsed)
     <!-- readme: continues NAME -->  a python block that goes on where the file NAME (and any
                                      continuation of it before) stopped: run as one program with it
     <!-- readme: output -->          what the python block just before prints, exactly
@@ -365,7 +366,7 @@ right
 
 <!-- readme: file broken.json -->
 ```json
-{"a": 
+{"a":
 ```
 """
 

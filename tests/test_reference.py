@@ -20,8 +20,8 @@ FIG2 = Path(__file__).resolve().parents[1] / "examples" / "traces" / "fig2.json"
 def msc(lifelines, *events, init=None, vars=None):
     """A trace from compact events: (id, lifeline, kind, extra-fields)."""
     data = {"format": "cpl-msc/1", "lifelines": list(lifelines), "init": init or {},
-            "events": [dict(id=i, lifeline=l, kind=k, **(extra[0] if extra else {}))
-                       for i, l, k, *extra in events]}
+            "events": [dict(id=i, lifeline=who, kind=k, **(extra[0] if extra else {}))
+                       for i, who, k, *extra in events]}
     if vars is not None:
         data["vars"] = vars
     return parse_trace(data)
@@ -183,7 +183,8 @@ def test_past_through_a_chain_of_two_messages():
 
 
 def test_once_historically_seen():
-    trace = msc(["A", "B"], ("a1", "A", "act", {"set": {"x": 1}}), ("a2", "A", "act", {"set": {"x": 2}}),
+    trace = msc(["A", "B"],
+                ("a1", "A", "act", {"set": {"x": 1}}), ("a2", "A", "act", {"set": {"x": 2}}),
                 ("a3", "A", "send", {"to": "B", "msg": "m"}), ("b1", "B", "recv", {"msg": "m"}))
     assert values(trace, "O x == 1") == {"a1": True, "a2": True, "a3": True, "b1": False}
     assert values(trace, "H x >= 1") == {"a1": True, "a2": True, "a3": True, "b1": False}
@@ -196,7 +197,8 @@ def test_once_historically_seen():
 
 def test_message_in_transit_is_not_visible():
     trace = msc(["A", "B"], ("a1", "A", "act", {"set": {"x": 1}}),
-                ("a2", "A", "send", {"to": "B", "msg": "m1"}), ("a3", "A", "act", {"set": {"x": 2}}),
+                ("a2", "A", "send", {"to": "B", "msg": "m1"}),
+                ("a3", "A", "act", {"set": {"x": 2}}),
                 ("a4", "A", "send", {"to": "B", "msg": "m2"}), ("b1", "B", "recv", {"msg": "m1"}),
                 ("b2", "B", "choice"))
     assert values(trace, "@A.x == 1", "B") == {"b1": True, "b2": True}
@@ -206,7 +208,8 @@ def test_message_in_transit_is_not_visible():
 
 def test_non_fifo_delivery():
     trace = msc(["A", "B"], ("a1", "A", "act", {"set": {"x": 1}}),
-                ("a2", "A", "send", {"to": "B", "msg": "m1"}), ("a3", "A", "act", {"set": {"x": 2}}),
+                ("a2", "A", "send", {"to": "B", "msg": "m1"}),
+                ("a3", "A", "act", {"set": {"x": 2}}),
                 ("a4", "A", "send", {"to": "B", "msg": "m2"}), ("b1", "B", "recv", {"msg": "m2"}),
                 ("b2", "B", "recv", {"msg": "m1"}))
     # the later message overtakes: last_A is a4 at both receives

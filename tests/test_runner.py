@@ -60,7 +60,8 @@ def test_a_driver_sees_events_numbered_per_lifeline_and_messages_named_per_sende
         event, message = a.fire(only(a))
         if message is not None:
             sent.append((event, message))
-    assert [(e.id, e.msg, m.msg_id) for e, m in sent] == [("A.2", "A:1", "A:1"), ("A.4", "A:2", "A:2")]
+    ids = [(e.id, e.msg, m.msg_id) for e, m in sent]
+    assert ids == [("A.2", "A:1", "A:1"), ("A.4", "A:2", "A:2")]
     assert a.done and sent[1][0].vc == {"A": 4, "B": 0}
 
 
@@ -139,8 +140,8 @@ def test_an_action_that_raises_fails_the_run_naming_lifeline_event_and_line():
     result = failing(raise_value_error)
     assert result.status == "failed"
     line = raise_value_error.__code__.co_firstlineno + 1
-    assert f"{os.path.relpath(__file__)}:{line}: error: B, after B.1: action 'compute x' raised ValueError: " \
-           f"no model" == result.error
+    assert result.error == (f"{os.path.relpath(__file__)}:{line}: error: B, after B.1: "
+                            "action 'compute x' raised ValueError: no model")
     assert [e.id for e in result.trace.events] == ["A.1", "A.2", "B.1"]
     assert result.trace.meta["status"] == "failed" and result.trace.meta["error"] == result.error
 
@@ -178,8 +179,9 @@ def test_a_predicate_that_raises_fails_the_run_naming_it():
         c.set(B, x=2)
     result = simulate(c)
     assert result.status == "failed"
-    assert "B, before its first event: cannot evaluate a guard: predicate 'explodes_in_runner_test' raised " \
-           "RuntimeError: bad predicate" in result.error
+    assert ("B, before its first event: cannot evaluate a guard: "
+            "predicate 'explodes_in_runner_test' raised RuntimeError: bad predicate"
+            ) in result.error
 
 
 async def slow_double(variables, rng):

@@ -14,8 +14,8 @@ from hypothesis import given, strategies as st
 
 from runtime.frames import control
 from runtime.frames import Keys, KeyRing, authenticator, secure_client, secure_server
-from runtime.frames.control import (FROM_LIFELINE, FROM_SUPERVISOR, Beat, Hello, Log, Probe, Refused,
-                             Start, State, Stop, decode, encode)
+from runtime.frames.control import (FROM_LIFELINE, FROM_SUPERVISOR, Beat, Hello, Log, Probe,
+                                    Refused, Start, State, Stop, decode, encode)
 from strategies import msgpack_values
 
 

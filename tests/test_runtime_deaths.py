@@ -37,15 +37,16 @@ def test_a_killed_lifeline_is_named_within_two_heartbeats(tmp_path):
         started = [runs.enter_context(Cpl(tmp_path, "run", choreography, "--arg",
                                           f"gate={tmp_path / 'never'}", "--trace",
                                           f"t{n}.jsonl")) for n in range(KILLS)]
+        # (B023: wait_until calls each lambda before the loop moves on, with this run)
         for run in started:  # every one at its gate: A waits in its action, B for A
-            assert wait_until(lambda: len(lifeline_processes(run.tag)) == 2
-                              and run.logged() >= 2, 60.0), run.err
+            assert wait_until(lambda: len(lifeline_processes(run.tag)) == 2  # noqa: B023
+                              and run.logged() >= 2, 60.0), run.err  # noqa: B023
         for run in started:
             (victim,) = [pid for pid, line in lifeline_processes(run.tag).items()
                          if line.split()[-2:] == ["B", "--stdin"]]
             os.kill(victim, signal.SIGKILL)
             killed = time.monotonic()
-            named = wait_until(lambda: NAMED in run.err, 10.0, step=0.005)
+            named = wait_until(lambda: NAMED in run.err, 10.0, step=0.005)  # noqa: B023
             took.append(time.monotonic() - killed)
             assert named, f"the death was never named; stderr:\n{run.err}"
             assert run.wait(20) == 1, run.err

@@ -140,8 +140,8 @@ def test_frames_that_fail_the_checks_are_counted_by_reason_and_change_nothing(li
     a.send(live.frame(first))  # valid: A:1
     live.until(lambda s: s.received == 1)
     for reason, frames in hostile.items():
-        for frame in frames:
-            a.send(frame)
+        for bad in frames:
+            a.send(bad)
             expected[reason] += 1
             live.until(lambda s: s.rejected == dict(expected))
         if reason == "run":
@@ -185,7 +185,7 @@ def test_replays_and_clocks_that_cannot_be_are_refused(live):
     _finish_and_check(live, [first, from_c, second, third], {"x": 0, "y": 7})
 
 
-def test_a_frame_signed_by_one_lifeline_claiming_another_is_refused_and_costs_the_other_nothing(live):
+def test_a_frame_signed_by_one_lifeline_claiming_another_is_refused_costing_the_other_nothing(live):
     """A holds a key of this run, but not C's: a frame from A's key that says it is from C
     is an impostor — and must not use up C's sequence numbers or clock either."""
     first, second, third, from_c = _messages(live)

@@ -40,7 +40,7 @@ def test_lifelines_placed_on_other_hosts_join_by_the_printed_command(tmp_path):
             found = re.search(r"on (\S+): cpl (lifeline .*)$", line)
             if found:
                 commands.append((found.group(1), found.group(2).split()))
-        for host, words in commands:
+        for _, words in commands:
             connection = Path(words[words.index("--connection") + 1])
             assert oct(connection.stat().st_mode & 0o777) == "0o600"
             assert "secret" in connection.read_text()  # the keys travel in the file only

@@ -258,8 +258,8 @@ def test_a_signal_to_cpl_run_alone_stops_a_streaming_run_at_once(ray_cluster, tm
     ship log lines faster than it merges them: it used to take frames for as long as they
     came (53 s after 15 s of streaming, more than 30 s after 5), and then merge what it had
     taken; now it stops as Ctrl-C does, with every line it took in a whole trace.  Both
-    signals take one path (``runtime.supervisor.interrupts``): the shorter stream of the second keeps
-    the test's time down."""
+    signals take one path (``runtime.supervisor.interrupts``): the shorter stream of the
+    second keeps the test's time down."""
     trace = tmp_path / "t.jsonl"
     with Cpl(tmp_path, "run", str(EXAMPLES.parent / "bench" / "stream_loop.py"), "--arg",
              "count=10000000", "--launcher", "ray", "--ray-address", ray_cluster.address,

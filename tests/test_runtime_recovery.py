@@ -58,9 +58,10 @@ def test_kill_9_of_the_supervisor_at_random_moments_recovers_every_trace(tmp_pat
         parts = tmp_path / f"run{attempt}.jsonl.parts"
         with Cpl(tmp_path, "run", CODE_REVIEW, "--arg", "rounds=100000", "--seed",
                  str(attempt), "--trace", str(trace_path)) as run:
-            assert wait_until(lambda: (parts / "run.json").exists(), 30.0), run.err
+            # (B023: wait_until calls each lambda in this attempt, with this attempt's parts)
+            assert wait_until(lambda: (parts / "run.json").exists(), 30.0), run.err  # noqa: B023
             if attempt:
-                assert wait_until(lambda: logged_events(parts), 30.0), run.err
+                assert wait_until(lambda: logged_events(parts), 30.0), run.err  # noqa: B023
                 time.sleep(rng.uniform(0.0, 1.5))
             os.kill(run.process.pid, signal.SIGKILL)
             run.process.wait(10)

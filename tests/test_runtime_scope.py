@@ -41,7 +41,8 @@ class Injected(Exception):
 
 
 def _fault(kind: str):
-    if kind == "ctrl-c":  # counted by cpl run (runtime.supervisor.interrupts), acted on where it is safe
+    # ctrl-c: counted by cpl run (runtime.supervisor.interrupts), acted on where it is safe
+    if kind == "ctrl-c":
         signal.raise_signal(signal.SIGINT)
         return
     raise Injected("injected")

@@ -10,7 +10,8 @@ def test_canonical_form_of_paper_guard():
 
 
 def test_cli_check_reports_error_with_exit_2():
-    result = subprocess.run([sys.executable, "-m", "cpl_cli", "check", "@TestRunner(status!=failed S"],
+    unfinished = "@TestRunner(status!=failed S"
+    result = subprocess.run([sys.executable, "-m", "cpl_cli", "check", unfinished],
                             capture_output=True, text=True)
     assert result.returncode == 2
     assert "expected a formula after 'S'" in result.stderr

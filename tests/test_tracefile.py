@@ -115,7 +115,8 @@ def _with(**changes):
 
 def test_receive_of_unknown_message():
     error = _rejects(_with(events={4: {"msg": "r9"}}),
-                     "event #4 'c1' (Committer): receives message 'r9', which no earlier event sends")
+                     "event #4 'c1' (Committer): receives message 'r9', "
+                     "which no earlier event sends")
     assert (error.index, error.event_id, error.origin) == (4, "c1", "trace")
 
 
@@ -195,7 +196,8 @@ def test_not_json(tmp_path):
     (_with(top={"init": {"Committer": [1]}}), '"init" of Committer must be an object'),
     (_with(top={"meta": [1]}), '"meta" must be an object'),
     (_with(top={"events": [1]}), "event #0: expected an object, found a number"),
-    (_with(events={0: {"id": None}}), "event #0: \"id\" must be a non-empty string (it is missing)"),
+    (_with(events={0: {"id": None}}),
+     "event #0: \"id\" must be a non-empty string (it is missing)"),
     (_with(events={0: {"id": 7}}), "event #0: \"id\" must be a non-empty string (found 7)"),
     (_with(events={0: {"lifeline": None}}), "event #0 't1': missing \"lifeline\""),
     (_with(events={0: {"kind": None}}), "event #0 't1' (TestRunner): missing \"kind\""),

@@ -15,7 +15,8 @@ from cpl.errors import TraceError
 from cpl.monitor import evaluations, value_step
 from cpl.trace.typed import typed_document
 from cpl.trace.lines import JsonLines
-from test_tracefast import base, encode, exact, read, small_batches, stream_of, _mutate  # noqa: F401
+from test_tracefast import _mutate, base, encode, exact, read, stream_of
+from test_tracefast import small_batches  # noqa: F401 (a fixture: pytest finds it here)
 
 GUARDS = ("x == 1 && @A(x == 1 S x == 2)", "@B.x == 2 || s == \"a:b\"")
 
@@ -65,7 +66,8 @@ def check_stream(raw: bytes, guard: str, lifeline) -> bool:
     return rows is not None
 
 
-def test_a_plain_trace_is_evaluated_in_one_pass(small_batches):
+@pytest.mark.usefixtures("small_batches")
+def test_a_plain_trace_is_evaluated_in_one_pass():
     raw = encode(base()).encode()
     for guard in GUARDS:
         for lifeline in (None, "A", "B"):
@@ -73,7 +75,8 @@ def test_a_plain_trace_is_evaluated_in_one_pass(small_batches):
             assert check_stream(stream_of(base()), guard, lifeline)
 
 
-def test_mutated_traces_agree_with_the_exact_path(small_batches):
+@pytest.mark.usefixtures("small_batches")
+def test_mutated_traces_agree_with_the_exact_path():
     rng = random.Random(21)
     taken = 0
     for _ in range(1500):

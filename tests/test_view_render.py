@@ -47,7 +47,8 @@ def _centre(group: ET.Element) -> tuple[float, float]:
         if shape.tag == f"{SVG}polygon":
             points = [tuple(map(float, p.split(","))) for p in shape.get("points").split()]
             points = points[:-1] if points[0] == points[-1] else points
-            return (sum(p[0] for p in points) / len(points), sum(p[1] for p in points) / len(points))
+            xs, ys = [p[0] for p in points], [p[1] for p in points]
+            return sum(xs) / len(xs), sum(ys) / len(ys)
         if shape.tag == f"{SVG}text":  # a rounded box is a path: its text is centred
             return float(shape.get("x")), float(shape.get("y"))
     raise AssertionError(f"no shape in {group.get('id')}")

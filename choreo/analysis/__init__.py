@@ -17,10 +17,13 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     from .show import show
     from .validate import Report, validate
 
-__all__ = ['expected_messages', 'LAct', 'LAtomic', 'LBranch', 'LChoose', 'LLoop', 'LPar', 'LRecv', 'LSend', 'LWhile', 'project', 'Projection', 'recipients', 'Report', 'show', 'validate', 'walk']
+__all__ = ["expected_messages", "LAct", "LAtomic", "LBranch", "LChoose", "LLoop", "LPar", "LRecv",
+           "LSend", "LWhile", "project", "Projection", "recipients", "Report", "show", "validate",
+           "walk"]
 
 face(__name__, {
-    ".local": "expected_messages LAct LAtomic LBranch LChoose LLoop LPar LRecv LSend LWhile recipients walk",
+    ".local": ("expected_messages LAct LAtomic LBranch LChoose LLoop LPar LRecv LSend LWhile "
+               "recipients walk"),
     ".project": "project Projection",
     ".show": "show",
     ".validate": "Report validate",

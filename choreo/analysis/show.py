@@ -43,7 +43,9 @@ def _label(label: str, default: str) -> str:
 
 def _decided(label: str, guard) -> str:
     text = guard.canonical
-    return f"by guard {text}" if label == " ".join(guard.text.split()) else f"{label} by guard {text}"
+    if label == " ".join(guard.text.split()):
+        return f"by guard {text}"
+    return f"{label} by guard {text}"
 
 
 def _tell(tell) -> str:

@@ -26,7 +26,8 @@ import attrs
 
 from cpl.lang import references
 from choreo.authoring import (
-    Act, Atomic, ChoreographyError, If, Parallel, Send, While, blocks, participants, type_name, walk,
+    Act, Atomic, ChoreographyError, If, Parallel, Send, While, blocks, participants, type_name,
+    walk,
 )
 from .project import Decision, Projection, project
 from .show import _statement
@@ -60,7 +61,8 @@ class Report:
             lines.append("decisions:")
         for d in self.projection.decisions if self.projection else ():
             how = [f"tells {', '.join(d.told)}"] if d.told else []
-            how += [f"{', '.join(d.learners)} learn(s) from the first message"] if d.learners else []
+            if d.learners:
+                how.append(f"{', '.join(d.learners)} learn(s) from the first message")
             lines.append(f"  {d.label!r} ({d.kind} at {d.owner}, line {d.statement.where.line}): "
                          + ("; ".join(how) or "nobody else depends on it"))
         return "\n".join(lines)

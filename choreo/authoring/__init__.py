@@ -19,12 +19,16 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
         conforms, participants, type_name, walk,
     )
 
-__all__ = ['Act', 'Atomic', 'blocks', 'Choreography', 'ChoreographyError', 'conforms', 'DetectorFailed', 'Guard', 'If', 'import_file', 'initial_stores', 'Input', 'Lifeline', 'load', 'load_one', 'LocatedError', 'Parallel', 'parse_args', 'participants', 'Send', 'shown_path', 'SymbolSet', 'type_name', 'UNKNOWN', 'Var', 'walk', 'Where', 'While']
+__all__ = ["Act", "Atomic", "blocks", "Choreography", "ChoreographyError", "conforms",
+           "DetectorFailed", "Guard", "If", "import_file", "initial_stores", "Input", "Lifeline",
+           "load", "load_one", "LocatedError", "Parallel", "parse_args", "participants", "Send",
+           "shown_path", "SymbolSet", "type_name", "UNKNOWN", "Var", "walk", "Where", "While"]
 
 face(__name__, {
     ".dsl": "Choreography",
     ".errors": "ChoreographyError DetectorFailed shown_path UNKNOWN Where LocatedError",
     ".inputs": "initial_stores parse_args",
     ".load": "import_file load load_one",
-    ".model": "Act Atomic blocks conforms Guard If Input Lifeline Parallel participants Send SymbolSet type_name Var walk While",
+    ".model": ("Act Atomic blocks conforms Guard If Input Lifeline Parallel participants Send "
+               "SymbolSet type_name Var walk While"),
 })

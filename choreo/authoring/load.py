@@ -26,7 +26,7 @@ def load(path: str) -> dict[str, Choreography]:
         if isinstance(value, Choreography) and value.name not in found:
             found[value.name] = value
     for choreography in found.values():
-        choreography.body  # raises, at its file and line, for a block left open
+        choreography.body  # noqa: B018 (raises, at its file and line, for a block left open)
     if not found:
         raise ChoreographyError("the file defines no Choreography at module level",
                                 Where(path, 0), "  fix: assign one to a module-level name, "

@@ -27,7 +27,12 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     )
     from .watchdog import simulate_watched
 
-__all__ = ['Background', 'complete', 'DEADLOCK', 'deadlocked', 'die_with_parent', 'DIED', 'Driver', 'EXIT_CODES', 'FAILED', 'fingerprint', 'INCOMPLETE', 'INTERRUPTED', 'Interrupted', 'Keeper', 'kill_group', 'LOST', 'Message', 'MIXED', 'NOT_JOINED', 'OK', 'Plan', 'prepare', 'RANDOM', 'run_meta', 'RunFailure', 'RunResult', 'SCHEDULES', 'simulate', 'simulate_watched', 'Simulator', 'Sweep', 'timed_out', 'TIMEOUT', 'Undeliverable', 'UNRESPONSIVE', 'VANISHED']
+__all__ = ["Background", "complete", "DEADLOCK", "deadlocked", "die_with_parent", "DIED", "Driver",
+           "EXIT_CODES", "FAILED", "fingerprint", "INCOMPLETE", "INTERRUPTED", "Interrupted",
+           "Keeper", "kill_group", "LOST", "Message", "MIXED", "NOT_JOINED", "OK", "Plan",
+           "prepare", "RANDOM", "run_meta", "RunFailure", "RunResult", "SCHEDULES", "simulate",
+           "simulate_watched", "Simulator", "Sweep", "timed_out", "TIMEOUT", "Undeliverable",
+           "UNRESPONSIVE", "VANISHED"]
 
 face(__name__, {
     ".actions": "Background Interrupted",
@@ -38,6 +43,7 @@ face(__name__, {
     ".runner": "Message Undeliverable",
     ".schedules": "MIXED RANDOM SCHEDULES",
     ".simulate": "RunResult Simulator simulate",
-    ".status": "DEADLOCK deadlocked DIED EXIT_CODES FAILED INCOMPLETE INTERRUPTED LOST NOT_JOINED OK run_meta RunFailure timed_out TIMEOUT UNRESPONSIVE VANISHED",
+    ".status": ("DEADLOCK deadlocked DIED EXIT_CODES FAILED INCOMPLETE INTERRUPTED LOST NOT_JOINED "
+                "OK run_meta RunFailure timed_out TIMEOUT UNRESPONSIVE VANISHED"),
     ".watchdog": "simulate_watched",
 })

@@ -60,7 +60,8 @@ class Plan:
 
     def runner(self, lifeline: str, store: dict, seed, *, record: bool = True, clocks=None):
         """``lifeline``'s engine from its initial ``store``; actions get ``f"{seed}:{lifeline}"``.
-        ``clocks`` (a ``cpl.trace.clocks.Clocks`` shared by a run's runners) stamps each event's vc."""
+        ``clocks`` (a ``cpl.trace.clocks.Clocks`` shared by a run's runners) stamps each
+        event's vc."""
         return Runner(self, lifeline, store, random.Random(f"{seed}:{lifeline}"), record=record,
                       clocks=clocks)
 

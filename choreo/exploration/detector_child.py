@@ -1,4 +1,5 @@
-"""The child that calls the user's detectors (``choreo.exploration.detector_process``), trace after trace.
+"""The child that calls the user's detectors (``choreo.exploration.detector_process``),
+trace after trace.
 
 It leads a process group of its own (so its parent kills all that a detector
 started with one signal), adopts the orphans of what its detectors start (Linux:

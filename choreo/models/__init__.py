@@ -18,7 +18,8 @@ __all__ = ["Backend", "LLMAction", "LLMError", "MockBackend", "OpenAIBackend",
            "register_backend"]
 
 face(__name__, {
-    ".llm": "LLMAction MockBackend backend_names llm make_backend match_choice parse_json_reply register_backend",
+    ".llm": ("LLMAction MockBackend backend_names llm make_backend match_choice parse_json_reply "
+             "register_backend"),
     ".llm_backend": "Backend LLMError",
     ".llm_openai": "OpenAIBackend",
 })

@@ -217,7 +217,7 @@ def g2_reg(tools) -> Guard:
 def g2_catalog_now(tools) -> Guard:
     """Def. 2 evaluated by the Registry at a dispatch: accepting now would be A2."""
     tools = _family(tools, "tool")
-    text = (f"req_saw_tool == true && ("
+    text = ("req_saw_tool == true && ("
             + _any(f"req_tool == {_q(t)} && !(has_{t} == true)" for t in tools) + ")")
     return _guard(text, "registry", DIAGNOSTIC,
                   "membership only: silent on a signature change (S5b), on a tool removed and "

@@ -147,7 +147,8 @@ def run_status(trace) -> tuple[str, str | None]:
     line; ``unknown`` for a trace that does not say) and its error, if any."""
     meta = dict(trace.meta or {})
     if meta.get("cut_off"):
-        return "cut_off", "the trace ends without its end line: the run was killed or is still running"
+        return "cut_off", ("the trace ends without its end line: "
+                           "the run was killed or is still running")
     status = meta.get("status")
     error = meta.get("error")
     return (str(status) if status is not None else "unknown",

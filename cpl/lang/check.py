@@ -48,7 +48,8 @@ class CheckedGuard:
 EVERY = "*"  # with ``anywhere``: each lifeline of wherever the guard is evaluated
 
 
-def check(text: str, schema: Schema = Schema(), *, anywhere: bool = False) -> CheckedGuard:
+def check(text: str, schema: Schema = Schema(),  # noqa: B008 (a frozen value)
+          *, anywhere: bool = False) -> CheckedGuard:
     """Parse, resolve and desugar; raise ``GuardError`` on any problem.
 
     Without the schema's lifelines an unqualified ``P φ`` cannot be desugared:

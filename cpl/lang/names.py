@@ -40,7 +40,8 @@ class Schema:
             raise _schema_error(origin, "expected a JSON object with lifelines, vars and symbols")
         unknown = sorted(set(data) - {"lifelines", "vars", "symbols"})
         if unknown:
-            raise _schema_error(origin, f"unknown key {unknown[0]!r} (keys are lifelines, vars, symbols)")
+            raise _schema_error(origin, f"unknown key {unknown[0]!r} "
+                                        "(keys are lifelines, vars, symbols)")
         return cls(
             lifelines=_names(data, "lifelines", origin, tuple),
             variables=_names(data, "vars", origin, frozenset),
@@ -163,7 +164,8 @@ class _Resolver:
         symbols = self.schema.symbols
         if symbols is None or term.name in symbols:
             return ast.Symbol(term.name, span=term.span)
-        raise self.fail(term, f"unknown name '{term.name}': neither a declared variable nor a symbol"
+        raise self.fail(term, f"unknown name '{term.name}': "
+                              "neither a declared variable nor a symbol"
                               + did_you_mean(term.name, variables | symbols))
 
 

@@ -39,7 +39,8 @@ class Registry:
         self._own: dict[str, Predicate] = {}
         self._parent = parent
 
-    def register(self, name: str, function: Callable[..., bool], arity: int | None = None) -> Predicate:
+    def register(self, name: str, function: Callable[..., bool],
+                 arity: int | None = None) -> Predicate:
         if arity is None:
             arity = _positional_arity(name, function)
         if not name.isidentifier():

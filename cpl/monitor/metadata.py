@@ -58,7 +58,8 @@ class Metadata(NamedTuple):
             vc, views, variables = msgpack.unpackb(data, ext_hook=_decode_unset, raw=False,
                                                    strict_map_key=False)
         except (ValueError, TypeError, msgpack.UnpackException) as error:
-            raise MetadataError(f"metadata is not a msgpack [vc, views, vars] triple: {error}") from None
+            raise MetadataError(
+                f"metadata is not a msgpack [vc, views, vars] triple: {error}") from None
         shape = entries if isinstance(entries, Shape) else None
         n = len(vc) if entries is None else len(shape.variables) if shape else entries
         if not (isinstance(vc, list) and len(vc) == n

@@ -294,7 +294,8 @@ class _Steps:
         if f is None:
             return f"no event of {shown(lane)} is visible here{unseen}", None, [], []
         position = self.trace.local_index()[f] + 1 + self.horizon.before.get(lane, 0)
-        why = f"latest visible event of {shown(lane)} is {shown(self.id(f))} (its #{position}){unseen}"
+        why = (f"latest visible event of {shown(lane)} is {shown(self.id(f))} "
+               f"(its #{position}){unseen}")
         children = [self.step(node.body, f)] if isinstance(node, ast.At) else []
         return why, self.id(f), children, []
 

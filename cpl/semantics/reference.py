@@ -262,7 +262,7 @@ def vector_clocks(trace: Trace) -> dict[str, array]:
             if p >= e:
                 raise ValueError(f"event #{e} {event.id!r} comes before its causal "
                                  f"predecessor #{p}: the events are not a linear extension")
-        for name, column in columns.items():
+        for column in columns.values():
             column[e] = max((column[p] for p in predecessors), default=0)
         columns[event.lifeline][e] = positions[e] + 1
     return columns

@@ -58,7 +58,10 @@ def open_trace(path, warn=None, pending: bool = False) -> Trace | JsonLines | Pe
         return _open(Path(path), warn, pending)
     except TraceError as error:
         from .unmerged import merge_first
-        raise merge_first(path) or error
+        refusal = merge_first(path)
+        if refusal is None:
+            raise
+        raise refusal from error
 
 
 def _open(path: Path, warn, pending: bool) -> Trace | JsonLines | Pending:
@@ -76,7 +79,8 @@ def _open(path: Path, warn, pending: bool) -> Trace | JsonLines | Pending:
         except OSError as error:
             raise TraceError(f"cannot read the trace: {error.strerror}", str(path)) from None
         except MemoryError:
-            raise TraceError("too large to read into memory; write it as .jsonl", str(path)) from None
+            raise TraceError("too large to read into memory; write it as .jsonl",
+                             str(path)) from None
         if not stream:
             if pending and form is None and not _looks_streamed(*_two_lines(raw)):
                 with collector_paused():

@@ -70,10 +70,10 @@ class _Listed:
         return event
 
     def rest(self, halted: bool):
-        number = self.where[0] if self.where else 0
+        current = self.where[0] if self.where else 0
         if halted and self._current is not None:
-            yield number, None, self._current
-        for number, event in enumerate(self._events, number + 1):
+            yield current, None, self._current
+        for number, event in enumerate(self._events, current + 1):
             yield number, None, event
 
 

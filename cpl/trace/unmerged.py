@@ -19,7 +19,8 @@ from ..errors import TraceError
 from .recovery import PARTS_SUFFIX
 
 LIVE_FORMAT = "cpl-live/1"  # an agent's log header's format (cpl.live writes it from here)
-RUN_IDENTITY = "run.json"  # a run's parts folder holds it (runtime.supervisor.parts writes it from here)
+# a run's parts folder holds it (runtime.supervisor.parts writes it from here)
+RUN_IDENTITY = "run.json"
 _LIVE_HEADER = re.compile(rb'\s*\{\s*"format"\s*:\s*"'  # the key agents write first
                           + re.escape(LIVE_FORMAT.encode()) + rb'"')
 SHOWN = 6  # logs named one by one in the command, at most

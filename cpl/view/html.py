@@ -128,8 +128,8 @@ def _explanations(window: Window, layout: Layout, explainer: Explainer) -> tuple
             found[ids[index]] = {"error": f"{type(error).__name__}: {error}"}
     notes = []
     if len(chosen) > MAX_EXPLAINED:
-        notes.append(f"Explanations are precomputed for {MAX_EXPLAINED} of the {len(chosen)} choices "
-                     f"drawn; `cpl explain TRACE EVENT` explains any of them.")
+        notes.append(f"Explanations are precomputed for {MAX_EXPLAINED} of the {len(chosen)} "
+                     f"choices drawn; `cpl explain TRACE EVENT` explains any of them.")
     return found, notes
 
 
@@ -169,7 +169,8 @@ def _asset(name: str) -> str:
 
 
 def _hash(text: str) -> str:
-    return "'sha256-" + base64.b64encode(hashlib.sha256(text.encode("utf-8")).digest()).decode() + "'"
+    digest = hashlib.sha256(text.encode("utf-8")).digest()
+    return "'sha256-" + base64.b64encode(digest).decode() + "'"
 
 
 def page(window: Window, layout: Layout, svg: str, predicates=None, schema=None) -> str:

@@ -1,6 +1,6 @@
 """The MSC of each guarded anomaly example at a decision its guard turned down.
 
-    python docs/images/anomaly_pictures.py      # from the repo root; writes docs/images/anomaly_*.png
+    python docs/images/anomaly_pictures.py   # from the repo root: docs/images/anomaly_*.png
 
 For each example of examples/anomalies/, the first seed whose guarded run has a
 decision under a guard the unguarded twin does not have with the outcome that

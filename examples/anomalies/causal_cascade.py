@@ -91,7 +91,7 @@ in 95 runs (47.5 %) -- in the other 9 the Executor read the plan after it was
 rolled back, so it depended on nothing -- and the guarded one in none: 76
 cascades and 19 rejections at commit, 105 results kept and e-mailed (``commits``
 105, ``aborts`` 95, ``retries`` 0, no failed run).
-"""
+"""  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
 from choreo import Choreography
 from cpl.anomalies import guards
@@ -181,9 +181,9 @@ def build(name: str, guarded: bool) -> Choreography:
     c.var("writer", str)
     rd_plan = c.var("rd_Executor_plan", object)
     from_p1 = c.var("from_p1", bool)  # the value served was written by p1
-    req_val_plan = c.var("req_val_plan", object)
-    req_val_result = c.var("req_val_result", str)
-    req_dep_p1 = c.var("req_dep_p1", bool)
+    c.var("req_val_plan", object)
+    c.var("req_val_result", str)
+    c.var("req_dep_p1", bool)
     committed_p1 = c.var("committed_p1", bool, init={Store: False})
     committed_j1 = c.var("committed_j1", bool, init={Store: False})
     aborted_p1 = c.var("aborted_p1", bool, init={Store: False, Sup: False})
@@ -200,7 +200,7 @@ def build(name: str, guarded: bool) -> Choreography:
     aborts = c.var("aborts", int, init={Executor: 0})
     retries = c.var("retries", int, init={Executor: 0})  # nothing here is retried
     verdict = c.var("verdict", Verdict)
-    final_p1 = c.var("final_p1", bool, init={Sup: False})
+    c.var("final_p1", bool, init={Sup: False})
 
     # 1. The Planner commits p1.
     c.act(Planner, make_plan, assigns=[plan], label="plan")

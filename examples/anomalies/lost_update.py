@@ -67,7 +67,7 @@ in 125 runs (62.5%), with 400 commits, 0 aborts, 0 retries.  Guarded, it fires
 in none, and both agents still commit in every run: 400 commits, with 275
 rejected updates (aborts: the Reporter's 200 blind first updates among them)
 and 275 retries.
-"""
+"""  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
 from choreo import Choreography
 from cpl.anomalies import guards

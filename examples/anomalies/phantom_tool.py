@@ -72,7 +72,7 @@ Over 200 runs (``cpl explore``, mixed schedules) the unguarded twin dispatches
 a removed tool in 85 runs (42.5 %), the guarded one in none, with a call
 made in all 200 runs (``commits`` 200, ``retries`` 103, ``aborts`` 0, no failed
 run).
-"""
+"""  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
 from choreo import Choreography
 from cpl.anomalies import guards
@@ -159,13 +159,14 @@ def build(name: str, guarded: bool) -> Choreography:
     c.var("op_agent", str)
     c.var("req_agent", str)
     c.var("writer", str)
-    req_tool, req_sig = c.var("req_tool", str), c.var("req_sig", str)
-    req_saw_tool = c.var("req_saw_tool", bool)
-    req_change = c.var("req_change", Change)
+    c.var("req_tool", str)
+    c.var("req_sig", str)
+    c.var("req_saw_tool", bool)
+    c.var("req_change", Change)
     # Agent: what it listed, what it planned, and the work done.
     saw = {t: c.var(f"saw_{t}", bool) for t in TOOLS}
     listed = {t: c.var(f"listed_sig_{t}", str) for t in TOOLS}
-    rreg_ver = c.var("rreg_ver", int)
+    c.var("rreg_ver", int)
     planned, pinned_sig = c.var("planned", str), c.var("pinned_sig", str)
     saw_planned = c.var("saw_planned", bool)
     done = c.var("done", bool, init={Agent: False})

@@ -67,7 +67,7 @@ mixed adversarial schedules), every run ends ok.  Unguarded, stale_generation
 fires in 102 runs (51.0%), with 600 commits, 0 aborts, 0 retries.  Guarded, it
 fires in none, and the work is still done: 600 commits, with 126 rejected
 commits (aborts) and 126 retries.
-"""
+"""  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
 from choreo import Choreography
 from cpl.anomalies import guards

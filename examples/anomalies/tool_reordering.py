@@ -69,7 +69,7 @@ guarded twin in none, still applying 554 of the 600 effects::
     commits       554     2.77
     aborts         46     0.23
     retries       726     3.63
-"""
+"""  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
 from choreo import Choreography
 from cpl.anomalies import guards

@@ -7,8 +7,9 @@ about this candidate and its tests passed with no failure since.  A
 proposal that arrives before its report is not merged on the strength of
 the previous candidate's report: c2, whose tests fail, is proposed while
 c1's passing report is the latest the Committer has seen.  The Committer
-tells the Author its verdict before the next candidate is proposed.  The lines marked ``# cpl`` are all that
-guarding the agents added (tests/test_live.py counts them).
+tells the Author its verdict before the next candidate is proposed.  The lines
+marked ``# cpl`` are all that guarding the agents added (tests/test_live.py
+counts them).
 
     python examples/embedding/asyncio_review.py --logs logs/
     cpl merge logs/ -o review.jsonl && cpl eval review.jsonl

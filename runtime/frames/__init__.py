@@ -18,10 +18,17 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     from .ticket import JoinError, Ticket, write_connection_file
     from .wire import FrameRejected, FrameTooLarge, Inbound, MAX_FRAME, MAX_PARTS, encode
 
-__all__ = ['authenticator', 'BEAT', 'Beat', 'Ticket', 'decode', 'encode', 'FrameRejected', 'FrameTooLarge', 'FROM_SUPERVISOR', 'heard', 'Hello', 'HELLO_TIMEOUT', 'IDLE', 'Inbound', 'JOIN_TIMEOUT', 'JoinError', 'KeyRing', 'Keys', 'Log', 'LOG_BATCH', 'MAX_CONTROL', 'MAX_FRAME', 'MAX_PARTS', 'Probe', 'quiet', 'Refused', 'routing_id', 'secure_client', 'secure_server', 'send', 'SHIPPING', 'SILENCE', 'Start', 'State', 'Stop', 'STOP_GRACE', 'SUPERVISOR_SILENCE', 'write_connection_file', 'Zap']
+__all__ = ["authenticator", "BEAT", "Beat", "Ticket", "decode", "encode", "FrameRejected",
+           "FrameTooLarge", "FROM_SUPERVISOR", "heard", "Hello", "HELLO_TIMEOUT", "IDLE", "Inbound",
+           "JOIN_TIMEOUT", "JoinError", "KeyRing", "Keys", "Log", "LOG_BATCH", "MAX_CONTROL",
+           "MAX_FRAME", "MAX_PARTS", "Probe", "quiet", "Refused", "routing_id", "secure_client",
+           "secure_server", "send", "SHIPPING", "SILENCE", "Start", "State", "Stop", "STOP_GRACE",
+           "SUPERVISOR_SILENCE", "write_connection_file", "Zap"]
 
 face(__name__, {
-    ".control": "BEAT Beat decode FROM_SUPERVISOR heard Hello HELLO_TIMEOUT IDLE JOIN_TIMEOUT Log LOG_BATCH MAX_CONTROL Probe quiet Refused routing_id send SHIPPING SILENCE Start State Stop STOP_GRACE SUPERVISOR_SILENCE",
+    ".control": ("BEAT Beat decode FROM_SUPERVISOR heard Hello HELLO_TIMEOUT IDLE JOIN_TIMEOUT Log "
+                 "LOG_BATCH MAX_CONTROL Probe quiet Refused routing_id send SHIPPING SILENCE Start "
+                 "State Stop STOP_GRACE SUPERVISOR_SILENCE"),
     ".curve": "KeyRing Keys Zap authenticator secure_client secure_server",
     ".ticket": "JoinError Ticket write_connection_file",
     ".wire": "encode FrameRejected FrameTooLarge Inbound MAX_FRAME MAX_PARTS",

@@ -46,7 +46,8 @@ class Ticket:
     choreography_name: str | None  # which choreography in that file (--name)
     inputs: dict = attrs.field(eq=False)
     seed: int
-    fingerprint: str  # of the plan the supervisor loaded (choreo.execution.fingerprint): ours must match
+    # of the plan the supervisor loaded (choreo.execution.fingerprint): ours must match
+    fingerprint: str
     log: str  # this lifeline's event log (JSON Lines, one event per line); "": shipped
     keys: Keys | None  # None: --insecure
 

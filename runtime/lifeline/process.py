@@ -45,7 +45,8 @@ from choreo.execution import RunFailure
 from .eventlog import EventLog, ShippedLog
 from runtime.frames import Ticket, KeyRing, authenticator, secure_client, secure_server
 from runtime.frames import (
-    BEAT, FROM_SUPERVISOR, IDLE, SHIPPING, SUPERVISOR_SILENCE, Beat, Hello, Probe, Start, State, Stop, decode, routing_id, send,
+    BEAT, FROM_SUPERVISOR, IDLE, SHIPPING, SUPERVISOR_SILENCE, Beat, Hello, Probe, Start, State,
+    Stop, decode, routing_id, send,
 )
 from choreo.execution import die_with_parent
 from .outgoing import LATE, Outgoing
@@ -116,9 +117,10 @@ class LifelineProcess:
             control.connect(self.ticket.supervisor)
             send(control, Hello(f"tcp://{self.ticket.host}:{port}", self.fingerprint))
             if self.fingerprint != self.ticket.fingerprint:
-                print(f"cpl lifeline {self.ticket.lifeline}: the plan loaded here ({self.fingerprint}) "
-                      f"differs from the run's ({self.ticket.fingerprint}): is "
-                      f"{self.ticket.choreography} the supervisor's file, unchanged?", file=sys.stderr)
+                print(f"cpl lifeline {self.ticket.lifeline}: the plan loaded here "
+                      f"({self.fingerprint}) differs from the run's ({self.ticket.fingerprint}): "
+                      f"is {self.ticket.choreography} the supervisor's file, unchanged?",
+                      file=sys.stderr)
                 return 1
             endpoints = self._await_start(control)
             if endpoints is None:

@@ -1,7 +1,8 @@
 """Two HTTP services guarded by CPL, driven by an Author: one command, one log per agent.
 
     python examples/embedding/http/run.py --logs DIR
-    cpl merge DIR -o release.jsonl && cpl eval release.jsonl && cpl render release.jsonl -o release.svg
+    cpl merge DIR -o release.jsonl && cpl eval release.jsonl
+    cpl render release.jsonl -o release.svg
 
 The Reviewer and the Deployer run under uvicorn in their own processes on 127.0.0.1. The
 Author deploys before any review (refused: the approval is not in the Deployer's causal
