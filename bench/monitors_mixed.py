@@ -50,7 +50,7 @@ def run(quick: bool = False) -> list[Row]:
     driver = rate(n, runs["driver"])
     rows = [row(f"driver loop alone (no-op steps), {n:,} events", median(driver), "events/s",
                 driver, note=f"mix: {mix}; 4 lifelines, non-FIFO, seed 2026")]
-    for name, guard in GUARDS.items():
+    for name in GUARDS:
         values = rate(n, runs[name])
         reference = rate(head, reference_runs[name])
         log = rate(head, log_runs[name])

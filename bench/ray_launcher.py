@@ -125,7 +125,8 @@ class Empty:
 class Lifeline:
     def ready(self, choreography):
         start = time.perf_counter()
-        import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.frames.curve, runtime.lifeline.process
+        import cpl_cli, cpl_cli.run, runtime.frames.ticket, runtime.frames.curve
+        import runtime.lifeline.process
         from choreo import load_one
         from choreo.execution.plan import prepare
         imported = time.perf_counter()

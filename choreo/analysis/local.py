@@ -23,8 +23,7 @@ from typing import Any, Callable, Union
 
 import attrs
 
-from choreo.authoring import Where
-from choreo.authoring import Guard
+from choreo.authoring import Where, Guard
 
 
 def _where():

@@ -42,8 +42,9 @@ from typing import Callable, Iterator
 
 import attrs
 
-from choreo.authoring import ChoreographyError, Where
-from choreo.authoring import Act, Atomic, If, Parallel, Send, While, blocks, participants, walk
+from choreo.authoring import (
+    ChoreographyError, Where, Act, Atomic, If, Parallel, Send, While, blocks, participants, walk,
+)
 
 
 @attrs.frozen

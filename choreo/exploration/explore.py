@@ -32,11 +32,8 @@ from typing import Callable, Iterable, Iterator, Mapping
 
 import attrs
 
-from choreo.execution import Plan, prepare
+from choreo.execution import Plan, prepare, MIXED, SCHEDULES, Simulator, INTERRUPTED, OK
 from .pool import WorkerDied, available_cores, in_pool, picklable
-from choreo.execution import MIXED, SCHEDULES
-from choreo.execution import Simulator
-from choreo.execution import INTERRUPTED, OK
 from .user_detectors import DetectorFailed, UserDetectors
 
 ERROR = "error"  # a run in which the simulator or a detector raised: a bug, counted

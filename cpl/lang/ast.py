@@ -282,7 +282,7 @@ def fold(formula, combine):
     """``combine(node, [its children's results])`` for every distinct node object below
     and including ``formula``, children first, left to right; the result of ``formula``.
 
-    Without recursion: a chain of 10,000 ``&&`` is a formula 10,000 deep (issue 16),
+    Without recursion: a chain of 10,000 ``&&`` is a formula 10,000 deep,
     and every pass that maps a formula to something is one call of this.
     """
     return fold_all([formula], combine)[0]

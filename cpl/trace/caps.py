@@ -2,7 +2,7 @@
 
 Every reader builds something per lifeline (a clock entry, a monitor, a column, a
 span), so a small file that lists a million names cost gigabytes and minutes in
-every command (issue 29, D9: 10.9 MB, 1,000,002 lifelines, `cpl export` 4.8 GB).
+every command (measured: 10.9 MB, 1,000,002 lifelines, `cpl export` 4.8 GB).
 No run comes near the cap (a lifeline is a process, a Ray actor or an agent;
 bench/lifelines.py reads 64,000): a longer list is a hostile or broken file,
 refused as soon as its length is known, before anything is built per lifeline.

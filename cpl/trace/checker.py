@@ -193,7 +193,8 @@ class Checker:
             self.decision_fields(index, event_id, lifeline, kind, label, guard, outcome)
         vc, time, payload = get("vc"), get("time"), get("payload")
         if vc is not None and not (type(vc) is dict and vc.keys() <= self.known
-                                   and {*map(type, vc.values())} <= _INT and min(vc.values(), default=0) >= 0):
+                                   and {*map(type, vc.values())} <= _INT
+                                   and min(vc.values(), default=0) >= 0):
             self.clock(vc, _head(index, event_id, lifeline), index, event_id)  # raises
         if time is not None and (isinstance(time, bool) or not isinstance(time, (int, float))
                                  or not -_LONGEST_TIME <= time <= _LONGEST_TIME):

@@ -53,8 +53,8 @@ class Clocks:
 
 class SparseClocks:
     """The merge's clocks, each kept as its entries above zero: a merge of 2,000 logs
-    whose lifelines hear from few others keeps clocks of a few entries, not 2,000 (D9 of
-    issue 29: 860 MB for 2,000 logs of 3 events).  The clock an event is written with is
+    whose lifelines hear from few others keeps clocks of a few entries, not 2,000 (before,
+    860 MB for 2,000 logs of 3 events).  The clock an event is written with is
     built whole (``full``) for that event only.
 
     ``next`` computes a lifeline's next clock without keeping it: ``commit`` keeps it

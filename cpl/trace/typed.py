@@ -156,7 +156,7 @@ class Pending:
 
 BATCH = 2048  # lines of a stream decoded and checked together
 BATCH_BYTES = 1 << 20  # and at most about this many bytes of them: a line with a clock of
-# 2,000 lifelines is 24 kB, and 2,048 of them decoded took 800 MB (issue 29, D9)
+# 2,000 lifelines is 24 kB, and 2,048 of them decoded took 800 MB (before this check)
 
 
 def typed_stream(lines: Iterator, checker: Checker, step=None):

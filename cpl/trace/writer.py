@@ -40,7 +40,9 @@ __all__ = ["SUFFIXES", "TraceWriter", "form_of"]
 def form_of(path) -> str | None:
     """``jsonl``, ``msgpack``, or ``None`` when the suffix says nothing (JSON or sniffed)."""
     suffix = Path(path).suffix.lower()
-    return "jsonl" if suffix in JSONL_SUFFIXES else "msgpack" if suffix in MSGPACK_SUFFIXES else None
+    if suffix in JSONL_SUFFIXES:
+        return "jsonl"
+    return "msgpack" if suffix in MSGPACK_SUFFIXES else None
 
 
 _SCALARS = (str, int, bool, type(None))
@@ -95,7 +97,8 @@ class TraceWriter:
     @classmethod
     def open(cls, path, lifelines=(), init=None, vars=None, symbols=None,
              predicates=None, parts=None) -> TraceWriter:
-        """Create ``path`` now (``TraceError`` if it cannot be written); the form from its suffix."""
+        """Create ``path`` now (``TraceError`` if it cannot be written); the form from its
+        suffix."""
         path = Path(path)
         form = form_of(path) or "json"
         header = _header(lifelines, init, vars, symbols, predicates, parts)

@@ -197,9 +197,9 @@ def room_for(box: Box, row: int, taken: Taken, spans) -> list[tuple[int, float]]
             cut = True
             continue
         near, far = sorted(min(1.0, max(0.0, (x - x0) / (x1 - x0))) for x in (box.left, box.right))
-        at = lambda f: y0 + f * (y1 - y0)  # noqa: E731
-        ways.append(((at(far) - box.top + 2 * PAD) / (1 - far) if start < row and far < 1 else None,
-                     (box.bottom + 2 * PAD - at(near)) / near if end > row and near > 0 else None))
+        y_near, y_far = y0 + near * (y1 - y0), y0 + far * (y1 - y0)  # where the box's sides cut it
+        ways.append(((y_far - box.top + 2 * PAD) / (1 - far) if start < row and far < 1 else None,
+                     (box.bottom + 2 * PAD - y_near) / near if end > row and near > 0 else None))
     if not ways:
         return [] if cut else None
     options = [(max(way[side] for way in ways), row + side) for side in (0, 1)

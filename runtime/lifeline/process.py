@@ -35,22 +35,18 @@ import time
 import zmq
 
 from choreo import load_one
-from choreo.execution import Background, Interrupted
-from choreo.execution import fingerprint
-from choreo.analysis import expected_messages, recipients
-from choreo.execution import Driver, complete
-from choreo.execution import Undeliverable
-from choreo.execution import prepare
-from choreo.execution import RunFailure
-from .eventlog import EventLog, ShippedLog
-from runtime.frames import Ticket, KeyRing, authenticator, secure_client, secure_server
-from runtime.frames import (
-    BEAT, FROM_SUPERVISOR, IDLE, SHIPPING, SUPERVISOR_SILENCE, Beat, Hello, Probe, Start, State,
-    Stop, decode, routing_id, send,
+from choreo.execution import (
+    Background, Interrupted, fingerprint, Driver, complete, Undeliverable, prepare, RunFailure,
+    die_with_parent,
 )
-from choreo.execution import die_with_parent
+from choreo.analysis import expected_messages, recipients
+from .eventlog import EventLog, ShippedLog
+from runtime.frames import (
+    Ticket, KeyRing, authenticator, secure_client, secure_server, BEAT, FROM_SUPERVISOR, IDLE,
+    SHIPPING, SUPERVISOR_SILENCE, Beat, Hello, Probe, Start, State, Stop, decode, routing_id,
+    send, MAX_FRAME, MAX_PARTS, FrameRejected, FrameTooLarge, Inbound, encode,
+)
 from .outgoing import LATE, Outgoing
-from runtime.frames import MAX_FRAME, MAX_PARTS, FrameRejected, FrameTooLarge, Inbound, encode
 
 _EVENTS, _POLLIN = int(zmq.EVENTS), int(zmq.POLLIN)  # plain ints: enum flags cost per call
 READ_EVERY = 8  # steps between two reads of the sockets in a burst of steps
