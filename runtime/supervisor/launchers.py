@@ -184,8 +184,8 @@ class LocalProcesses(Launcher):
 
     def stop(self) -> None:
         """SIGKILL every child's process group — the child if it still runs, and what its
-        actions started (``choreo.execution.lineage``) — then reap them all (a lifeline's log is on
-        disk event by event: nothing done is lost)."""
+        actions started (``choreo.execution.lineage``) — then reap them all (a lifeline's
+        log is on disk event by event: nothing done is lost)."""
         for process in self.processes.values():
             kill_group(process.pid)
             if process.returncode is None:
