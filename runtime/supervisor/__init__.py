@@ -4,12 +4,17 @@ stopped in one scope.
 :class:`Supervisor` owns the run; its launchers (:mod:`.launchers`, Ray's in
 :mod:`.ray_launcher`) start lifelines here, elsewhere or as forks
 (:mod:`.zygote`); :mod:`.parts` keeps the lifelines' logs until the trace is whole;
-:mod:`.verdicts` words how the run ended.
+:mod:`.verdicts` decides and words how the run ended; :func:`run` (:mod:`.recorded`) is
+the whole run as one call, its trace written and its parts settled.
 """
 
 from cpl.lazy import face
 
-__all__ = ['before_lost', 'Claim', 'IDENTITY', 'Interrupts', 'keep_end', 'LastValues', 'launchers_for', 'node_of', 'Parts', 'PartsError', 'Place', 'RayActors', 'Reaper', 'Supervisor', 'Taken', 'TOKEN']
+__all__ = [
+    'before_lost', 'Claim', 'IDENTITY', 'Interrupts', 'keep_end', 'LastValues', 'launchers_for',
+    'node_of', 'Parts', 'PartsError', 'Place', 'RayActors', 'Reaper', 'run', 'RunResult',
+    'Supervisor', 'Taken', 'TOKEN', 'TraceRefused',
+]
 
 face(__name__, {
     ".interrupts": "Interrupts",
@@ -17,6 +22,7 @@ face(__name__, {
     ".parts": "Claim IDENTITY keep_end Parts PartsError Taken",
     ".ray_launcher": "node_of Place RayActors TOKEN",
     ".ray_reaper": "Reaper",
+    ".recorded": "run RunResult TraceRefused",
     ".results": "LastValues",
     ".supervisor": "Supervisor",
     ".verdicts": "before_lost",
