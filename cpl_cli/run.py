@@ -211,13 +211,13 @@ def _on_ray(args, plan, cluster):
     """The supervisor's address and the one launcher of a run on Ray, its cluster joined
     (or started) in ``cluster``'s scope; ``--place`` read, and checked against it."""
     from runtime.frames import HELLO_TIMEOUT
-    from runtime.supervisor import RayActors
-    from .cluster import MISSING, on_cluster, ray_installed, ray_session, read_place
+    from runtime.supervisor import RayActors, ray_installed
+    from .cluster import MISSING, checked_on_cluster, joined, read_place
     if not ray_installed():
         raise UsageError(MISSING)
     places = read_place(args.place, plan.lifelines) if args.place else {}
-    listen = cluster.enter_context(ray_session(args.ray_address or "auto"))
-    places = on_cluster(args.place, places) if places else {}
+    listen = joined(args.ray_address or "auto", cluster)
+    places = checked_on_cluster(args.place, places) if places else {}
     patience = HELLO_TIMEOUT if args.join_timeout is None else args.join_timeout
     return listen, [RayActors(plan.lifelines, places, patience)]
 

@@ -69,7 +69,7 @@ class Place:
 
 class RayActors(Launcher):
     """Every lifeline of the run as an actor of the Ray cluster the driver is connected
-    to (:mod:`cpl_cli.cluster`), placed by Ray's scheduler or by ``places``."""
+    to (:mod:`.ray_cluster`), placed by Ray's scheduler or by ``places``."""
 
     actor = CplLifeline  # the class each actor is made of (a bench's may record more)
 
