@@ -37,6 +37,7 @@ import os
 import secrets
 import tempfile
 import time
+from typing import Any
 
 import attrs
 import zmq
@@ -65,7 +66,7 @@ class RunSpec:
     """Which run this is and how it goes, fixed before it starts: what every lifeline's
     ticket and the trace's ``meta`` say of it."""
 
-    plan: object  # choreo.execution.Plan
+    plan: Any  # choreo.execution.Plan
     choreography: str  # its file, absolute: the lifelines load it
     choreography_name: str | None
     inputs: dict
@@ -74,10 +75,8 @@ class RunSpec:
     host: str  # the address the supervisor listens on
     secure: bool
     parts: str | None  # the folder for the lifelines' logs, if not a temporary one
-    run_id: str = attrs.field(factory=lambda: secrets.token_hex(8))  # 64 bits name a run
-    fingerprint: str = attrs.field(  # the plan every lifeline must load
-        default=attrs.Factory(lambda spec: fingerprint(spec.plan.choreography, spec.inputs,
-                                                       spec.seed), takes_self=True))
+    run_id: str  # every frame holds it
+    fingerprint: str  # of the plan every lifeline must load
 
     @property
     def lifelines(self) -> tuple[str, ...]:
@@ -95,7 +94,9 @@ class Supervisor:
                  host: str = "127.0.0.1", launchers: list[Launcher] | None = None,
                  parts: str | None = None, claim: Claim | None = None):
         self.spec = RunSpec(plan, os.path.abspath(choreography), choreography_name, inputs,
-                            seed, timeout, host, secure, parts)
+                            seed, timeout, host, secure, parts,
+                            run_id=secrets.token_hex(8),  # 64 bits name a run well enough
+                            fingerprint=fingerprint(plan.choreography, inputs, seed))
         lifelines = self.spec.lifelines
         self.launchers = launchers if launchers is not None else [LocalProcesses(lifelines)]
         placed = [name for launcher in self.launchers for name in launcher.lifelines]
@@ -230,7 +231,6 @@ class Supervisor:
         after every frame and every 0.1 s; the logs merged as they grow (``Following``,
         in slices: the frames are heard meanwhile)."""
         seen, timeout_after = self.seen, self.spec.timeout
-        deadline = None if timeout_after is None else began + timeout_after
         pinged = time.monotonic()
         poller = zmq.Poller()
         poller.register(control, zmq.POLLIN)
@@ -260,7 +260,7 @@ class Supervisor:
             ended = self._ended(now)
             if ended is not None:
                 return ended
-            if deadline is not None and now > deadline:
+            if timeout_after is not None and now > began + timeout_after:
                 return self._meta(timeout(timeout_after))
             reports = [seen.reports.get(name) for name in seen.lifelines]
             if self.waves.deadlocked(reports, lambda wave: self._probe(control, wave)):
