@@ -13,6 +13,7 @@ from cpl.trace import load_trace
 from runtime_util import EXAMPLES, run_cpl
 
 CODE_REVIEW = str(EXAMPLES / "code_review.py")
+TOOLS = str(EXAMPLES / "parallel_tools.py")  # its results are the same in every run
 
 
 def printed_results(out: str) -> dict[str, dict]:
@@ -26,11 +27,11 @@ def printed_results(out: str) -> dict[str, dict]:
 
 
 def test_the_library_call_returns_what_cpl_run_prints(tmp_path):
-    result = runtime.run(CODE_REVIEW, trace=str(tmp_path / "lib.jsonl"))
-    code, out, err, _ = run_cpl(tmp_path, "run", CODE_REVIEW, "--trace", "cli.jsonl")
+    result = runtime.run(TOOLS, trace=str(tmp_path / "lib.jsonl"))
+    code, out, err, _ = run_cpl(tmp_path, "run", TOOLS, "--trace", "cli.jsonl")
     assert (code, err) == (0, "")
     assert printed_results(out) == result.results
-    assert result.results["Committer"] == {"candidate": "c3", "decision": "rejected"}
+    assert result.results["Calculator"]["ok"] is True
     assert (result.status, result.error, result.exit_code) == ("ok", None, code)
     assert result.written and result.parts is None
     assert not (tmp_path / "lib.jsonl.parts").exists()
@@ -51,3 +52,14 @@ def test_a_trace_that_cannot_be_opened_costs_no_run(tmp_path):
     with pytest.raises(runtime.TraceRefused):
         runtime.run(CODE_REVIEW, trace=str(tmp_path / "no" / "such" / "t.jsonl"))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_wrong_hosts_file_is_read_before_the_run_and_leaves_nothing(tmp_path):
+    """``--hosts`` is read before ``runtime.run`` claims the parts and opens the trace: its
+    usage error leaves neither behind (it left both, when the CLI read it mid-run)."""
+    (tmp_path / "hosts.json").write_text('{"hosts": {"h": ["Nobody"]}}')
+    code, out, err, _ = run_cpl(tmp_path, "run", CODE_REVIEW, "--hosts", "hosts.json",
+                                "--trace", "t.jsonl")
+    assert (code, out) == (2, "")
+    assert err.startswith("cpl run: --hosts: hosts.json: 'Nobody' is not a lifeline")
+    assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "t.jsonl.parts").exists()
