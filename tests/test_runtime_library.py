@@ -63,3 +63,11 @@ def test_a_wrong_hosts_file_is_read_before_the_run_and_leaves_nothing(tmp_path):
     assert (code, out) == (2, "")
     assert err.startswith("cpl run: --hosts: hosts.json: 'Nobody' is not a lifeline")
     assert not (tmp_path / "t.jsonl").exists() and not (tmp_path / "t.jsonl.parts").exists()
+
+
+def test_launchers_that_do_not_place_every_lifeline_cost_no_run(tmp_path):
+    from runtime.supervisor import launchers_for
+    with pytest.raises(ValueError, match="not every lifeline once"):
+        runtime.run(TOOLS, trace=str(tmp_path / "t.jsonl"),
+                    launchers=launchers_for(["Agent", "Search"], {}, None))
+    assert list(tmp_path.iterdir()) == []

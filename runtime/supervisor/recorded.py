@@ -108,10 +108,10 @@ def run(choreography: str, *, name: str | None = None, args: Sequence[str] = (),
         parts = _parts_of(trace) if trace and keep_parts else None
         claim = _claimed(parts) if parts else None  # before the trace is opened
         try:
-            meta, failed_write = _written(choreography, name, plan, inputs, seed, trace, parts,
-                                          claim, held, dict(timeout=timeout, secure=secure,
-                                                            host=host, launchers=launchers),
-                                          (opened, tell, ended))
+            supervisor = _supervisor(plan, choreography, name, inputs, seed, claim,
+                                     secure=secure, timeout=timeout, host=host,
+                                     launchers=launchers, parts=parts)
+            meta, failed_write = _written(supervisor, trace, held, opened, tell, ended)
             return _settled(meta, trace, parts, failed_write)
         finally:
             if claim is not None:
@@ -132,16 +132,26 @@ def _claimed(parts: str) -> Claim | None:
         return None
 
 
-def _written(choreography, name, plan, inputs, seed, trace, parts, claim, interrupts,
-             options: dict, hooks) -> tuple[dict, TraceError | None]:
+def _supervisor(plan, choreography, name, inputs, seed, claim, **options) -> Supervisor:
+    """The run's supervisor; if it cannot be made (launchers that do not place every
+    lifeline once), no run: the parts folder goes as it came."""
+    try:
+        return Supervisor(plan, choreography, name, inputs, seed, claim=claim, **options)
+    except BaseException:
+        if claim is not None:
+            claim.abandon()
+        raise
+
+
+def _written(supervisor: Supervisor, trace: str | None, interrupts: Interrupts, opened, tell,
+             ended) -> tuple[dict, TraceError | None]:
     """The run with its trace written as it goes: its meta, and the write that failed."""
-    opened, tell, ended = hooks
     from cpl.trace import TraceWriter
-    writer = None
+    spec, claim, writer = supervisor.spec, supervisor.claim, None
     if trace:  # checked before the run: an unwritable path must not cost a run
         try:
-            writer = TraceWriter.open(trace, **plan.header(inputs),
-                                      parts=parts and os.path.basename(parts))
+            writer = TraceWriter.open(trace, **spec.plan.header(spec.inputs),
+                                      parts=spec.parts and os.path.basename(spec.parts))
         except TraceError as error:
             if claim is not None:
                 claim.abandon()
@@ -161,8 +171,6 @@ def _written(choreography, name, plan, inputs, seed, trace, parts, claim, interr
     with writer or contextlib.nullcontext(), Sweep():  # no process of the run outlives it
         if opened is not None:
             opened()
-        supervisor = Supervisor(plan, choreography, name, inputs, seed, parts=parts,
-                                claim=claim, **options)
         meta = supervisor.run(write, interrupts, tell)
         if ended is not None:
             ended(meta)
