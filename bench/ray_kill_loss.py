@@ -98,7 +98,7 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=20)
     parser.add_argument("--seed", type=int, default=18)
     args = parser.parse_args()
-    from cpl_cli.cluster import ray_session
+    from runtime.supervisor import ray_session
     plan = prepare(load_one(CODE_REVIEW))
     rng = random.Random(args.seed)
     lost = []

@@ -4,8 +4,8 @@ Both forms open the trace *before* the run (an unwritable ``--trace`` costs
 no run), stream every event into it, print each lifeline's result, and only
 then close the trace with ``meta`` saying how the run ended; the exit code
 follows the run's status (``choreo.execution.status.EXIT_CODES``).  A run over
-processes keeps its lifelines' logs beside the trace (``T.parts``, locked while
-it runs: ``cpl_cli.claim``) and removes them once the trace is whole: if
+processes is ``runtime.run``, which keeps its lifelines' logs beside the trace
+(``T.parts``, locked while it runs) and removes them once the trace is whole: if
 the trace cannot be written (a full disk) they stay, for ``cpl merge``, and
 the run's results are printed all the same (exit 1).  They stay too when the
 merge could not place every event (``incomplete``, exit 1): they hold what the
@@ -29,7 +29,7 @@ from cpl.errors import TraceError
 from .arguments import (
     add_choreography, add_command, add_inputs, add_max_steps, add_schedule, add_seed,
 )
-from .claim import claimed, settled
+from .claim import merge_command, refused
 from .usage import UsageError, option_json
 from .view import add_ids, add_values
 from choreo.execution import Sweep
@@ -81,47 +81,50 @@ def cmd_run(args) -> int:
 
 
 def _run(args, plan, inputs, trace_path, render_format) -> int:
-    # A run over processes counts Ctrl-C and SIGTERM from before its trace opens until its
-    # parts are removed (runtime.supervisor.interrupts): none lands inside a line of the trace.
-    from runtime.supervisor import Interrupts
-    with contextlib.nullcontext() if args.sim else Interrupts() as interrupts:
-        code = _recorded(args, plan, inputs, trace_path, interrupts)
+    code = (_simulated if args.sim else _over_processes)(args, plan, inputs, trace_path)
     if args.render:
         code = _render_run(trace_path, args.render, render_format, args.values,
                            args.ids) or code
     return code
 
 
-def _recorded(args, plan, inputs, trace_path, interrupts) -> int:
-    """The run with its parts folder locked until they are done (runtime.supervisor.parts.Claim)."""
-    from cpl.trace import parts_of
-    parts = parts_of(args.trace) if args.trace and not args.sim \
-        and not args.trace_stream else None  # a device's run keeps its logs elsewhere
-    claim = claimed(parts, args.trace) if parts else None  # before the trace is opened
+def _over_processes(args, plan, inputs, trace_path) -> int:
+    """The run as ``runtime.run`` makes it (its parts claimed, its trace written, its parts
+    settled), its lifelines placed as the options say; what it says, printed."""
+    import runtime
+    from runtime.supervisor import Taken, launchers_for
+    listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
+        else ("127.0.0.1", {})
+    listen, launchers = args.on_ray or \
+        (listen, launchers_for(plan.lifelines, placement, args.join_timeout))
+    told: list[str] = []  # the error said as the run ended, before its last merge
     try:
-        return _written(args, plan, inputs, trace_path, interrupts, parts, claim)
-    finally:
-        if claim is not None:
-            claim.release()
+        result = runtime.run(
+            args.choreo, name=args.name, seed=args.seed, trace=trace_path,
+            keep_parts=bool(args.trace) and not args.trace_stream,  # a device's: elsewhere
+            timeout=args.timeout, secure=not args.insecure, host=listen, launchers=launchers,
+            plan=plan, inputs=inputs, opened=_insecure if args.insecure else None,
+            tell=lambda ended: _tell(ended, told),
+            ended=lambda meta: _print_results(plan, meta, meta.get("results", {})))
+    except Taken as taken:
+        raise refused(taken, args.trace) from None
+    except runtime.TraceRefused as error:
+        raise UsageError(f"--{'trace' if args.trace else 'render'}: {error}") from None
+    return _said(args, result.meta, told, bool(args.trace) and result.written,
+                 result.write_error, result.parts, result.unmerged, result.exit_code)
 
 
-def _written(args, plan, inputs, trace_path, interrupts, parts, claim) -> int:
-    """The run with its trace written, results printed: its exit code."""
-    from choreo.execution import EXIT_CODES, LOST
+def _simulated(args, plan, inputs, trace_path) -> int:
+    """The run simulated in this process, its trace written as it goes: its exit code."""
+    from choreo.execution import EXIT_CODES, RANDOM, Simulator, simulate_watched
     from cpl.trace import TraceWriter
 
     writer = None
     if trace_path:  # checked before the run: an unwritable path must not cost a run
         try:
-            writer = TraceWriter.open(trace_path, **plan.header(inputs),
-                                      parts=parts and os.path.basename(parts))
+            writer = TraceWriter.open(trace_path, **plan.header(inputs))
         except TraceError as error:
-            if claim is not None:
-                claim.abandon()
             raise UsageError(f"--{'trace' if args.trace else 'render'}: {error}") from None
-        if claim is not None:
-            claim.watch(trace_path)
-    told: list[str] = []  # the error said as the run ended, before its last merge
     lost: list[TraceError] = []  # the write that failed: the run goes on, its results count
 
     def write(event) -> None:
@@ -133,51 +136,46 @@ def _written(args, plan, inputs, trace_path, interrupts, parts, claim) -> int:
     # Leaving the block without close() (an error of ours, a second Ctrl-C) still ends
     # the trace, as failed or interrupted.
     with writer or contextlib.nullcontext(), Sweep():  # no process of the run outlives it
-        if args.sim:
-            from choreo.execution import RANDOM
-            from choreo.execution import Simulator
-            from choreo.execution import simulate_watched
-            # SIGTERM ends a simulated run as Ctrl-C does (interrupted, 130), like a
-            # process run's supervisor: the trace says so instead of stopping mid-line.
-            signal.signal(signal.SIGTERM, signal.default_int_handler)
-            if args.timeout is not None:  # kept even by an action that never returns
-                meta, results = simulate_watched(plan, seed=args.seed, values=inputs,
-                                                 max_steps=args.max_steps, timeout=args.timeout,
-                                                 sink=write if writer else None, schedule=args.schedule or RANDOM)
-            else:
-                result = Simulator.of(plan).run(  # a sink even without a trace: Ctrl-C
-                    seed=args.seed, values=inputs, max_steps=args.max_steps, record=False,
-                    sink=write if writer else _unwritten, schedule=args.schedule or RANDOM)  # is told apart
-                meta, results = dict(result.trace.meta), result.results
+        # SIGTERM ends a simulated run as Ctrl-C does (interrupted, 130), like a
+        # process run's supervisor: the trace says so instead of stopping mid-line.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        if args.timeout is not None:  # kept even by an action that never returns
+            meta, results = simulate_watched(plan, seed=args.seed, values=inputs,
+                                             max_steps=args.max_steps, timeout=args.timeout,
+                                             sink=write if writer else None,
+                                             schedule=args.schedule or RANDOM)
         else:
-            from runtime.supervisor import launchers_for
-            from runtime.supervisor import Supervisor
-            if args.insecure:
-                print("cpl run: --insecure: no keys, so anyone who can reach this run's ports "
-                      "can read its messages and steer the run", file=sys.stderr, flush=True)
-            listen, placement = read_hosts(args.hosts, plan.lifelines) if args.hosts \
-                else ("127.0.0.1", {})
-            listen, launchers = args.on_ray or \
-                (listen, launchers_for(plan.lifelines, placement, args.join_timeout))
-            supervisor = Supervisor(plan, args.choreo, args.name, inputs, args.seed,
-                                    secure=not args.insecure, timeout=args.timeout,
-                                    host=listen, launchers=launchers, parts=parts,
-                                    claim=claim)
-            meta = supervisor.run(write, interrupts, lambda ended: _tell(ended, told))
-            results = meta.get("results", {})
-        dead = (meta.get("died") or {}).get("lifeline")  # killed: it may have had no time
-        for lifeline in plan.lifelines:  # results first, then the trace
-            names = plan.choreography.reported_names(lifeline, results.get(lifeline, {}))
-            got = results.get(lifeline, {})
-            shown = ", ".join(f"{n} = {json.dumps(got[n])}" if n in got
-                              else f"{n} = {_unset(n, lifeline == dead)}" for n in names)
-            print(f"{lifeline}: {shown or '(nothing)'}", flush=True)
+            result = Simulator.of(plan).run(  # a sink even without a trace: Ctrl-C
+                seed=args.seed, values=inputs, max_steps=args.max_steps, record=False,
+                sink=write if writer else _unwritten,  # is told apart
+                schedule=args.schedule or RANDOM)
+            meta, results = dict(result.trace.meta), result.results
+        _print_results(plan, meta, results)
         if writer is not None and not lost:
             try:
                 writer.close(meta)
             except TraceError as error:
                 lost.append(error)
-    written = args.trace and not lost and not meta.get("unmerged") and meta["status"] != LOST
+    code = EXIT_CODES[meta["status"]]
+    return _said(args, meta, [], bool(args.trace) and not lost, lost[0] if lost else None,
+                 None, False, code or 1 if lost else code)
+
+
+def _print_results(plan, meta: dict, results: dict) -> None:
+    """Each lifeline's results, on standard output: first, before the trace is closed."""
+    dead = (meta.get("died") or {}).get("lifeline")  # killed: it may have had no time
+    for lifeline in plan.lifelines:
+        names = plan.choreography.reported_names(lifeline, results.get(lifeline, {}))
+        got = results.get(lifeline, {})
+        shown = ", ".join(f"{n} = {json.dumps(got[n])}" if n in got
+                          else f"{n} = {_unset(n, lifeline == dead)}" for n in names)
+        print(f"{lifeline}: {shown or '(nothing)'}", flush=True)
+
+
+def _said(args, meta: dict, told: list, written: bool, write_error, parts, unmerged: bool,
+          code: int) -> int:
+    """How the run ended, on standard error (unless ``told`` already), with where its
+    trace or its parts are; the exit code."""
     if meta["status"] != "ok" and told == [meta.get("error")]:
         if written:
             print(f"cpl run: trace written to {args.trace}", file=sys.stderr)
@@ -185,7 +183,21 @@ def _written(args, plan, inputs, trace_path, interrupts, parts, claim) -> int:
         print(f"cpl run: {meta.get('error', meta['status'])}"
               + (f"\n{meta['traceback']}" if meta.get("traceback") else "")  # an action's own
               + (f"\n  (trace written to {args.trace})" if written else ""), file=sys.stderr)
-    return settled(parts, args.trace, meta, lost, EXIT_CODES[meta["status"]])
+    if write_error is not None:
+        print(f"cpl run: {write_error}" + (f"\n  the lifelines' logs are kept in {parts}: "
+                                           f"`{merge_command(parts, args.trace)}` rebuilds "
+                                           f"the trace once there is room" if parts else ""),
+              file=sys.stderr)
+    elif unmerged:
+        print(f"cpl run: stopped while merging: {args.trace} lacks events the lifelines "
+              f"logged; `{merge_command(parts, args.trace)}` writes the whole trace",
+              file=sys.stderr)
+    return code
+
+
+def _insecure() -> None:
+    print("cpl run: --insecure: no keys, so anyone who can reach this run's ports "
+          "can read its messages and steer the run", file=sys.stderr, flush=True)
 
 
 def _tell(meta: dict, told: list) -> None:
@@ -199,13 +211,13 @@ def _on_ray(args, plan, cluster):
     """The supervisor's address and the one launcher of a run on Ray, its cluster joined
     (or started) in ``cluster``'s scope; ``--place`` read, and checked against it."""
     from runtime.frames import HELLO_TIMEOUT
-    from runtime.supervisor import RayActors
-    from .cluster import MISSING, on_cluster, ray_installed, ray_session, read_place
+    from runtime.supervisor import RayActors, ray_installed
+    from .cluster import MISSING, checked_on_cluster, joined, read_place
     if not ray_installed():
         raise UsageError(MISSING)
     places = read_place(args.place, plan.lifelines) if args.place else {}
-    listen = cluster.enter_context(ray_session(args.ray_address or "auto"))
-    places = on_cluster(args.place, places) if places else {}
+    listen = joined(args.ray_address or "auto", cluster)
+    places = checked_on_cluster(args.place, places) if places else {}
     patience = HELLO_TIMEOUT if args.join_timeout is None else args.join_timeout
     return listen, [RayActors(plan.lifelines, places, patience)]
 

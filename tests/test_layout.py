@@ -127,7 +127,7 @@ def test_only_the_adapters_import_a_framework():
     assert wrong == []
 
 
-RAY_MODULES = ("runtime.supervisor.ray_launcher", "cpl_cli.cluster")
+RAY_MODULES = ("runtime.supervisor.ray_launcher", "runtime.supervisor.ray_cluster")
 
 
 def test_only_the_ray_launcher_imports_ray_and_only_when_it_runs():

@@ -32,7 +32,7 @@ import uuid
 import pytest
 
 from cpl.trace import load_trace
-from cpl_cli.cluster import session_folder, stay_on_loopback
+from runtime.supervisor import session_folder, stay_on_loopback
 from runtime_util import (CPL, EXAMPLES, TAG, Cpl, check_messages, check_semantics, holding,
                           tagged, tagged_env, wait_until)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 import pytest
 
 from cpl.trace import load_trace
-from cpl_cli.cluster import RUN_FOLDER
+from runtime.supervisor import RUN_FOLDER
 from runtime_util import CPL, EXAMPLES, check_semantics, holding, tagged, tagged_env, \
     wait_until
 

@@ -62,8 +62,7 @@ import sys
 
 import attrs
 
-from runtime.frames import Ticket, write_connection_file
-from runtime.frames import HELLO_TIMEOUT, JOIN_TIMEOUT
+from runtime.frames import Ticket, write_connection_file, HELLO_TIMEOUT, JOIN_TIMEOUT
 from choreo.execution import Keeper, kill_group
 
 
@@ -184,8 +183,8 @@ class LocalProcesses(Launcher):
 
     def stop(self) -> None:
         """SIGKILL every child's process group — the child if it still runs, and what its
-        actions started (``choreo.execution.lineage``) — then reap them all (a lifeline's log is on
-        disk event by event: nothing done is lost)."""
+        actions started (``choreo.execution.lineage``) — then reap them all (a lifeline's
+        log is on disk event by event: nothing done is lost)."""
         for process in self.processes.values():
             kill_group(process.pid)
             if process.returncode is None:

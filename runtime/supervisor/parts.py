@@ -14,6 +14,7 @@ folder is checked: it may be anyone's.
 
 from __future__ import annotations
 
+import collections
 import json
 import os
 import time
@@ -36,6 +37,33 @@ def log_of(folder: str, index: int) -> str:
     return os.path.join(folder, f"{index}.jsonl")
 
 
+class Logs:
+    """The lifelines' logs while a run goes: each in ``folder`` by its place; those of the
+    lifelines that ``ship`` their lines (Ray's actors: their disk is not ours) appended
+    here as the lines come.  Once a write fails (a full disk) a shipped log ends there for
+    the merge: later lines are only counted (``unlogged``, kept in the trace's meta)."""
+
+    def __init__(self, folder: str, lifelines):
+        self.folder, self.lifelines = folder, tuple(lifelines)
+        self.shipping: set[str] = set()  # lifelines that send their log lines to us
+        self.shipped = 0  # shipped lines heard
+        self.unlogged: collections.Counter = collections.Counter()  # lost shipped lines
+
+    def of(self, name: str) -> str:
+        return log_of(self.folder, self.lifelines.index(name))
+
+    def append(self, name: str, lines) -> None:
+        self.shipped += len(lines)
+        if not self.unlogged[name]:
+            try:
+                with open(self.of(name), "a", encoding="utf-8") as log:
+                    log.writelines(f"{line}\n" for line in lines)
+                return
+            except OSError:
+                pass
+        self.unlogged[name] += len(lines)
+
+
 class PartsError(CplError, ValueError):
     """A folder that is not a run's parts, or not readable; the message says which."""
 
@@ -49,7 +77,7 @@ class Parts:
     header: dict
     meta: dict
     end: dict | None = None  # how the run ended, if its supervisor could say so here
-    reported: dict | None = None  # lifeline -> the variables it reports (runtime.supervisor.results)
+    reported: dict | None = None  # lifeline -> the variables it reports (.results)
 
     @property
     def lifelines(self) -> tuple[str, ...]:
@@ -141,7 +169,7 @@ class Claim:
         return [path for path, was in self.was.items() if was is None or _identity(path) != was]
 
     def checked(self, meta: dict) -> dict:
-        """``meta`` as the run ended, or ``lost`` naming what vanished (runtime.supervisor.verdicts)."""
+        """``meta`` as the run ended, or ``lost`` naming what vanished (``.verdicts``)."""
         vanished = self.vanished()
         if not vanished:
             return meta

@@ -24,8 +24,7 @@ import time
 
 import attrs
 
-from runtime.frames import Ticket, Keys
-from runtime.frames import HELLO_TIMEOUT
+from runtime.frames import Ticket, Keys, HELLO_TIMEOUT
 from .launchers import Launcher, Unlaunched
 
 TOKEN = 0.001  # of a custom resource a lifeline placed by name takes: many share a node
@@ -69,7 +68,7 @@ class Place:
 
 class RayActors(Launcher):
     """Every lifeline of the run as an actor of the Ray cluster the driver is connected
-    to (:mod:`cpl_cli.cluster`), placed by Ray's scheduler or by ``places``."""
+    to (:mod:`.ray_cluster`), placed by Ray's scheduler or by ``places``."""
 
     actor = CplLifeline  # the class each actor is made of (a bench's may record more)
 

@@ -22,7 +22,8 @@ read as they grow), pausing the lifelines it can while the merge is behind.
 Then it says ``stop``, hears the lifelines' last words for at most
 ``STOP_GRACE`` (a lifeline inside a blocking action cannot answer: its
 launcher ends it), merges what is left, and returns ``meta`` saying how the
-run ended, with the results the merged events leave (:mod:`runtime.supervisor.results`).
+run ended (:mod:`runtime.supervisor.verdicts` decides it from what was seen), with
+the results the merged events leave (:mod:`runtime.supervisor.results`).
 Ctrl-C and SIGTERM are counted, not raised (:mod:`runtime.supervisor.interrupts`).  The
 logs live in the run's parts folder (:mod:`runtime.supervisor.parts`, beside the trace),
 with what ``cpl merge`` needs to rebuild the trace should the supervisor
@@ -31,70 +32,86 @@ vanish first.
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import os
 import secrets
 import tempfile
 import time
+from typing import Any
 
+import attrs
 import zmq
 
-from choreo.execution import fingerprint
-from choreo.execution import (
-    DEADLOCK, DIED, FAILED, INTERRUPTED, OK, TIMEOUT, UNRESPONSIVE, deadlocked, run_meta, timed_out,
-)
+from choreo.execution import DIED, UNRESPONSIVE, fingerprint
 from cpl.errors import TraceError
 from cpl.trace import incomplete
-from runtime.frames import Ticket, Keys, KeyRing, authenticator, secure_server
 from runtime.frames import (
-    BEAT, MAX_CONTROL, SHIPPING, SILENCE, STOP_GRACE, SUPERVISOR_SILENCE, Beat, Hello, Log, Probe, Refused, Start, State, Stop, heard, send,
+    BEAT, MAX_CONTROL, SHIPPING, STOP_GRACE, SUPERVISOR_SILENCE, Beat, Hello, KeyRing, Keys, Log,
+    Probe, Refused, Start, State, Stop, Ticket, authenticator, heard, secure_server, send,
 )
 from .following import Following
 from .interrupts import Interrupts
 from .launchers import Launcher, LocalProcesses, Unlaunched
-from .parts import Claim, Parts, log_of
+from .parts import Claim, Logs, Parts
 from .results import LastValues
-from .verdicts import ProbeWaves, Verdict, died, not_joined, unlaunched, unresponsive
+from .verdicts import (
+    INTERRUPTED_VERDICT, ProbeWaves, Seen, Verdict, deadlock, ending, meta_of, timeout, unlaunched,
+)
 
 HEAR_SLICE = 0.05  # seconds of control frames taken at once while the run goes
 
 
+@attrs.frozen
+class RunSpec:
+    """Which run this is and how it goes, fixed before it starts: what every lifeline's
+    ticket and the trace's ``meta`` say of it."""
+
+    plan: Any  # choreo.execution.Plan
+    choreography: str  # its file, absolute: the lifelines load it
+    choreography_name: str | None
+    inputs: dict
+    seed: int
+    timeout: float | None
+    host: str  # the address the supervisor listens on
+    secure: bool
+    parts: str | None  # the folder for the lifelines' logs, if not a temporary one
+    run_id: str  # every frame holds it
+    fingerprint: str  # of the plan every lifeline must load
+
+    @property
+    def lifelines(self) -> tuple[str, ...]:
+        return self.plan.lifelines
+
+
 class Supervisor:
-    """One run over processes, its lifelines placed by ``launchers`` (default: all here)."""
+    """One run over processes, its lifelines placed by ``launchers`` (default: all here).
+    What it holds: the run's ``spec``; the ``launchers``; what it has ``seen`` of the
+    lifelines (:class:`Seen`, the facts its verdict reads); their ``logs``; the parts'
+    ``claim``; and, while it runs, its ``keys``, ``interrupts`` and ``following``."""
 
     def __init__(self, plan, choreography: str, choreography_name: str | None, inputs: dict,
-                 seed: int, *, secure: bool = True, timeout: float | None = None, host: str = "127.0.0.1",
-                 launchers: list[Launcher] | None = None, parts: str | None = None,
-                 claim: Claim | None = None):
-        self.plan, self.inputs, self.seed, self.timeout = plan, inputs, seed, timeout
-        self.choreography, self.host = os.path.abspath(choreography), host
-        self.choreography_name = choreography_name
-        self.run_id = secrets.token_hex(8)  # 64 bits name a run well enough; every frame holds it
-        self.lifelines = plan.lifelines
-        self.launchers = launchers if launchers is not None else [LocalProcesses(self.lifelines)]
+                 seed: int, *, secure: bool = True, timeout: float | None = None,
+                 host: str = "127.0.0.1", launchers: list[Launcher] | None = None,
+                 parts: str | None = None, claim: Claim | None = None):
+        self.spec = RunSpec(plan, os.path.abspath(choreography), choreography_name, inputs,
+                            seed, timeout, host, secure, parts,
+                            run_id=secrets.token_hex(8),  # 64 bits name a run well enough
+                            fingerprint=fingerprint(plan.choreography, inputs, seed))
+        lifelines = self.spec.lifelines
+        self.launchers = launchers if launchers is not None else [LocalProcesses(lifelines)]
         placed = [name for launcher in self.launchers for name in launcher.lifelines]
-        if sorted(placed) != sorted(self.lifelines):
+        if sorted(placed) != sorted(lifelines):
             raise ValueError(f"the launchers place {placed}: not every lifeline once")
-        self.secure = secure
-        self.keys: dict | None = None  # made in the run's scope: a launcher may make some
-        self.fingerprint = fingerprint(plan.choreography, inputs, seed)
-        self.reports: dict[str, State] = {}
-        self.beats: dict[str, float] = {}
-        self.routes: dict[str, bytes] = {}  # lifeline -> its control socket, from its hello
-        self.refused: collections.Counter = collections.Counter()  # control frames, by reason
-        self.wrong_plan: str | None = None  # why a lifeline's hello was refused, if one was
+        self.claim = claim  # the parts' lock, and what must still be there at the end
+        self.seen = Seen(tuple(lifelines))
         self.waves = ProbeWaves()
-        self.endpoints: dict[str, str] = {}  # lifeline -> its inbox, from its hello
-        self.connections: dict[str, Ticket] = {}  # as the launchers handed them out
-        self.shipping: set[str] = set()  # lifelines that send their log lines to us
-        self.joining: dict[str, tuple[float, float]] = {}  # lifeline -> (launched, patience)
-        self.started_at: float | None = None
-        self.parts = parts  # the folder for the lifelines' logs, if not a temporary one
-        self.claim = claim  # its lock, and what must still be there at the end (runtime.supervisor.parts)
-        self.folder = ""  # the folder of the lifelines' logs, while the run goes
-        self.unlogged: collections.Counter = collections.Counter()  # lost shipped lines
-        self.shipped = 0  # shipped log lines heard
+        self.logs = Logs("", lifelines)  # its folder made in the run's scope
+        self.keys: dict | None = None  # made in the run's scope: a launcher may make some
+
+    @property
+    def started_at(self) -> float | None:
+        """When ``start`` went out (every lifeline said hello), or None."""
+        return self.seen.started_at
 
     def run(self, write, interrupts: Interrupts | None = None, tell=None) -> dict:
         """Run to the end, writing each merged event with ``write``; returns the meta.
@@ -122,54 +139,55 @@ class Supervisor:
             if interrupts is None:
                 interrupts = scope.enter_context(Interrupts())
             self.interrupts = interrupts
-            self.folder = self.parts or scope.enter_context(
+            spec = self.spec
+            self.logs.folder = spec.parts or scope.enter_context(
                 tempfile.TemporaryDirectory(prefix="cpl-run-", ignore_cleanup_errors=True))
             self._keep()
-            last = LastValues(self.lifelines, self.plan.header(self.inputs).get("init"),
-                              self.plan.choreography.results)
-            self.following = Following({name: self._log(name) for name in self.lifelines},
+            last = LastValues(spec.lifelines, spec.plan.header(spec.inputs).get("init"),
+                              spec.plan.choreography.results)
+            self.following = Following({name: self.logs.of(name) for name in spec.lifelines},
                                        last.seeing(write), self.launchers, scope)
             control = None
             try:
                 for launcher in self.launchers:  # before any thread or context: one may fork
                     self._unless_interrupted()
                     scope.enter_context(launcher)
-                    launcher.ready(self.plan)
+                    launcher.ready(spec.plan)
                 context = zmq.Context()
                 scope.callback(context.destroy, 0)  # closes every socket left (linger 0)
                 control = context.socket(zmq.ROUTER)
                 control.linger = 0
                 control.maxmsgsize = MAX_CONTROL
                 control.rcvhwm = SHIPPING  # what a stop must still merge stays small
-                if self.secure:
-                    self.keys = Keys.for_run(self.lifelines, {
+                if spec.secure:
+                    self.keys = Keys.for_run(spec.lifelines, {
                         name: key for launcher in self.launchers
                         for name, key in launcher.public_keys().items()})
                     scope.callback(authenticator(context, KeyRing(self.keys[""].lifelines)).stop)
                 secure_server(control, self.keys[""] if self.keys else None)
-                port = control.bind_to_random_port(f"tcp://{self.host}")
+                port = control.bind_to_random_port(f"tcp://{spec.host}")
                 for launcher in self.launchers:
                     self._unless_interrupted()
-                    self._launch(launcher, f"tcp://{self.host}:{port}")
+                    self._launch(launcher, f"tcp://{spec.host}:{port}")
                 meta = self._watch(control, began)
             except KeyboardInterrupt:  # ours, raised where it is safe (_unless_interrupted)
-                meta = self._meta(INTERRUPTED, INTERRUPTED)
+                meta = self._meta(INTERRUPTED_VERDICT)
             except Unlaunched as failure:
-                meta = self._verdict(unlaunched(failure))
+                meta = self._meta(unlaunched(failure))
             if tell is not None and meta["status"] in (DIED, UNRESPONSIVE):
                 tell(meta)  # print first, merge after
             ended = interrupts.count
             self._stop(control, lambda: interrupts.since(ended))
             merging = interrupts.count
             whole = self.following.merging.step(lambda: interrupts.since(merging))
-            if self.unlogged:
-                meta["unlogged"] = dict(self.unlogged)
+            if self.logs.unlogged:
+                meta["unlogged"] = dict(self.logs.unlogged)
             placed = self.following.merging.placed(whole=whole)
             found = placed.pop("incomplete", None)
             meta.update(placed)
             meta["results"] = last.results()
             if found is not None:  # the parts, if kept, hold what could not be placed
-                meta = incomplete(meta, found, self.parts)
+                meta = incomplete(meta, found, spec.parts)
             if not whole:
                 meta["unmerged"] = True
         return meta if self.claim is None else self.claim.checked(meta)
@@ -182,38 +200,37 @@ class Supervisor:
     def _keep(self) -> None:
         """Make the logs' folder and write what ``cpl merge`` needs to rebuild the trace
         without us (``runtime.supervisor.parts``), before any lifeline starts."""
+        spec, folder = self.spec, self.logs.folder
         try:
-            os.makedirs(self.folder, exist_ok=True)
-            Parts.of_run(self.folder, self.plan, self.inputs, self.seed, self.run_id).keep()
+            os.makedirs(folder, exist_ok=True)
+            Parts.of_run(folder, spec.plan, spec.inputs, spec.seed, spec.run_id).keep()
         except OSError as error:
             raise TraceError(f"cannot keep the run's logs: {error.strerror or error}",
-                             self.folder) from None
-
-    def _log(self, name: str) -> str:
-        return log_of(self.folder, self.lifelines.index(name))
+                             folder) from None
 
     def _launch(self, launcher: Launcher, address: str) -> None:
         """Start ``launcher``'s lifelines from drafts that log to this host's disk and bind
         on the supervisor's address; the launcher may place them elsewhere."""
-        drafts = {name: Ticket(self.run_id, name, address, self.host, self.choreography,
-                                   self.choreography_name, self.inputs, self.seed,
-                                   self.fingerprint, self._log(name),
-                                   self.keys[name] if self.keys else None)
+        spec = self.spec
+        drafts = {name: Ticket(spec.run_id, name, address, spec.host, spec.choreography,
+                               spec.choreography_name, spec.inputs, spec.seed,
+                               spec.fingerprint, self.logs.of(name),
+                               self.keys[name] if self.keys else None)
                   for name in launcher.lifelines}
         handed = launcher.launch(drafts)
         launched = time.monotonic()
-        for name, connection in handed.items():
-            self.connections[name] = connection
-            self.joining[name] = (launched, launcher.patience)
-            if not connection.log:
-                self.shipping.add(name)
+        for name, ticket in handed.items():
+            self.seen.hosts[name] = ticket.host
+            self.seen.joining[name] = (launched, launcher.patience)
+            if not ticket.log:
+                self.logs.shipping.add(name)
 
     def _watch(self, control, began: float) -> dict:
         """Until the run ends: ``start`` once every lifeline said hello; pings to each from
         its hello on (a lifeline waiting for a late join knows we live); an end looked for
         after every frame and every 0.1 s; the logs merged as they grow (``Following``,
         in slices: the frames are heard meanwhile)."""
-        deadline = None if self.timeout is None else began + self.timeout
+        seen, timeout_after = self.seen, self.spec.timeout
         pinged = time.monotonic()
         poller = zmq.Poller()
         poller.register(control, zmq.POLLIN)
@@ -224,37 +241,36 @@ class Supervisor:
             if dict(poller.poll(0 if self.following.behind else 100)).get(control) and \
                     not self.following.waiting(SUPERVISOR_SILENCE / 4):  # a shipment waits
                 until = time.monotonic() + HEAR_SLICE
-                self._hear(control, self.endpoints,
-                           lambda: self.interrupts.count or time.monotonic() > until)
+                self._hear(control, seen.endpoints,  # (the lambda is used in this iteration only)
+                           lambda: self.interrupts.count or time.monotonic() > until)  # noqa: B023
             if self.interrupts.count:
                 self.interrupts.drain()
-                return self._meta(INTERRUPTED, INTERRUPTED)
+                return self._meta(INTERRUPTED_VERDICT)
             now = time.monotonic()
             if self.following.keep_up(now):
                 self._forgive_pause()
-            if self.started_at is None and len(self.endpoints) == len(self.lifelines):
-                for name in self.lifelines:
-                    self._send(control, name, Start(self.endpoints))
-                self.started_at = now
+            if seen.started_at is None and len(seen.endpoints) == len(seen.lifelines):
+                for name in seen.lifelines:
+                    self._send(control, name, Start(seen.endpoints))
+                seen.started_at = now
             if now - pinged > BEAT:
-                for name in self.endpoints:
+                for name in seen.endpoints:
                     self._send(control, name, Beat())
                 pinged = now
             ended = self._ended(now)
             if ended is not None:
                 return ended
-            if deadline is not None and now > deadline:
-                return self._meta(TIMEOUT, timed_out(self.timeout))
-            reports = [self.reports.get(name) for name in self.lifelines]
+            if timeout_after is not None and now > began + timeout_after:
+                return self._meta(timeout(timeout_after))
+            reports = [seen.reports.get(name) for name in seen.lifelines]
             if self.waves.deadlocked(reports, lambda wave: self._probe(control, wave)):
-                return self._meta(DEADLOCK, deadlocked(w for r in self.reports.values()
-                                                       for w in r.waiting))
+                return self._meta(deadlock(seen.reports))
 
     def _forgive_pause(self) -> None:
         """The lifelines were paused (``Following.hold``): their silence was no death."""
         now = time.monotonic()
-        for name in self.beats:
-            self.beats[name] = now
+        for name in self.seen.beats:
+            self.seen.beats[name] = now
 
     def _stop(self, control, hurry) -> None:
         """Say ``stop``; hear the last words (final reports, shipped log lines) of every
@@ -264,7 +280,7 @@ class Supervisor:
             self._forgive_pause()
         if control is not None:
             deadline = time.monotonic() + STOP_GRACE
-            for name in self.lifelines:
+            for name in self.seen.lifelines:
                 self._send(control, name, Stop())
             self._last_words(control, deadline, hurry)
         for launcher in self.launchers:
@@ -277,19 +293,20 @@ class Supervisor:
         on the same socket (its process may end, a Ray actor's call return, with lines
         still on the way), and while its lines keep coming the deadline moves on, within
         ``SUPERVISOR_SILENCE``."""
+        seen, logs = self.seen, self.logs
         limit = time.monotonic() + SUPERVISOR_SILENCE
         while time.monotonic() < deadline and not hurry():
             ended = {name: code for launcher in self.launchers
                      for name, code in launcher.ended().items()}
             finished = {name for name, code in ended.items()
-                        if name not in self.shipping or code != 0} | \
-                {name for name, report in self.reports.items() if report.final}
-            if finished >= set(self.endpoints):
+                        if name not in logs.shipping or code != 0} | \
+                {name for name, report in seen.reports.items() if report.final}
+            if finished >= set(seen.endpoints):
                 break
             if control.poll(20):
-                shipped = self.shipped
+                shipped = logs.shipped
                 self._hear(control, {}, hurry)
-                if self.shipped != shipped:
+                if logs.shipped != shipped:
                     deadline = min(max(deadline, time.monotonic() + STOP_GRACE), limit)
             self.following.merge_for(0.02)
         self._hear(control, {}, hurry)  # what came with the last report
@@ -299,102 +316,56 @@ class Supervisor:
         (``control.heard``); count the refused ones.  Until ``enough()``, if given: lifelines
         that ship their logs (Ray's actors) keep this socket full as long as the run goes,
         and a signal must still be seen (it was not, for 50 s)."""
-        for said in heard(control, self.lifelines, signed=self.secure, enough=enough):
+        seen, spec = self.seen, self.spec
+        for said in heard(control, seen.lifelines, signed=spec.secure, enough=enough):
             if isinstance(said, Refused):
-                self.refused[said.reason] += 1
+                seen.refused[said.reason] += 1
                 continue
             name, message = said.lifeline, said.message
             if isinstance(message, Hello):
-                if name in self.routes:  # its one hello was heard: this is someone else
-                    self.refused["repeated"] += 1
+                if name in seen.routes:  # its one hello was heard: this is someone else
+                    seen.refused["repeated"] += 1
                     continue
-                self.routes[name] = said.route
-                if message.plan != self.fingerprint:
-                    self.wrong_plan = (f"lifeline {name} runs another plan: it loaded "
-                                       f"{message.plan}, this run's is {self.fingerprint} "
-                                       f"(its choreography file differs from {self.choreography})")
+                seen.routes[name] = said.route
+                if message.plan != spec.fingerprint:
+                    seen.wrong_plan = (f"lifeline {name} runs another plan: it loaded "
+                                       f"{message.plan}, this run's is {spec.fingerprint} "
+                                       f"(its choreography file differs from "
+                                       f"{spec.choreography})")
                     continue
                 endpoints[name] = message.endpoint
             elif isinstance(message, State):
-                self.reports[name] = message
+                seen.reports[name] = message
             elif isinstance(message, Log):
-                if name not in self.shipping:  # a local lifeline's log is on disk already
-                    self.refused["unexpected"] += 1
+                if name not in self.logs.shipping:  # a local lifeline's log is on disk already
+                    seen.refused["unexpected"] += 1
                     continue
-                self._append(name, message.lines)
-            self.beats[name] = time.monotonic()
-
-    def _append(self, name: str, lines) -> None:
-        """A shipped log's lines onto its file here.  Once a write fails (a full disk) the
-        file ends there for the merge: later lines are only counted (``meta.unlogged``)."""
-        self.shipped += len(lines)
-        if not self.unlogged[name]:
-            try:
-                with open(self._log(name), "a", encoding="utf-8") as log:
-                    log.writelines(f"{line}\n" for line in lines)
-                return
-            except OSError:
-                pass
-        self.unlogged[name] += len(lines)
+                self.logs.append(name, message.lines)
+            seen.beats[name] = time.monotonic()
 
     def _probe(self, control, wave: int) -> None:
-        for name in self.lifelines:
+        for name in self.seen.lifelines:
             self._send(control, name, Probe(wave))
 
     def _send(self, control, name: str, message) -> None:
         """To the control socket ``name`` said hello from (its key checked); nothing before."""
-        route = self.routes.get(name)
+        route = self.seen.routes.get(name)
         if route is not None:
             send(control, message, route)
 
-    def _ended(self, now: float):
-        if self.wrong_plan is not None:
-            return self._meta(FAILED, self.wrong_plan)
-        for launcher in self.launchers:
-            for name, code in launcher.ended().items():
-                report = self.reports.get(name)
-                if report is None or report.state != "end" or code != 0:
-                    return self._verdict(died(name, code, launcher.why(name) or "its process exited"))
-        if self.started_at is None:
-            late = [name for name in self.lifelines if name not in self.endpoints
-                    and now - self.joining[name][0] > self.joining[name][1]]
-            if late:
-                return self._verdict(not_joined(
-                    late, max(self.joining[name][1] for name in late)))
-            return None
-        for name in () if self.following.held else self.lifelines:  # silent since the start:
-            # waiting for a join was no silence, nor a pause of ours (Following.hold)
-            silent = now - max(self.beats.get(name, now), self.started_at)
-            if silent > SILENCE:
-                if any(launcher.alive(name) for launcher in self.launchers):
-                    return self._verdict(unresponsive(name, silent))
-                return self._verdict(died(name, None, f"no heartbeat for {SILENCE:g} s"))
-        ends = [self.reports.get(name) for name in self.lifelines]
-        failed = [n for n, r in zip(self.lifelines, ends) if r is not None and r.status == FAILED]
-        if failed:  # one lifeline cannot go on: the run has failed, whatever the others do
-            return self._meta(FAILED, self.reports[failed[0]].error, failed={"lifeline": failed[0]})
-        if all(r is not None and r.state == "end" for r in ends):
-            return self._meta(OK)
-        return None
+    def _ended(self, now: float) -> dict | None:
+        """The run's meta if it ended by ``now`` (``verdicts.ending``), else None: which
+        processes ended, and whether a silent one is alive, asked of the launchers."""
+        exits = {name: (code, launcher.why(name)) for launcher in self.launchers
+                 for name, code in launcher.ended().items()}
+        verdict = ending(self.seen, now, exits, held=self.following.held,
+                         alive=lambda name: any(launcher.alive(name)
+                                                for launcher in self.launchers))
+        return None if verdict is None else self._meta(verdict)
 
-    def _verdict(self, verdict: Verdict) -> dict:
-        meta = self._meta(verdict.status, verdict.error)
-        meta.update(verdict.facts)
-        return meta
-
-    def _meta(self, status: str, error: str | None = None, **facts) -> dict:
-        meta = run_meta(self.plan.name, self.seed, self.inputs, status, error, run=self.run_id,
-                        processes=True, **facts, hosts={name: self.connections[name].host
-                                               for name in self.lifelines
-                                               if name in self.connections})
-        places = {name: where for launcher in self.launchers
-                  for name, where in launcher.places().items()}
-        if places:
-            meta["nodes"] = places
-        rejected = {name: r.rejected for name, r in self.reports.items() if r.rejected}
-        if rejected:
-            meta["rejected_frames"] = rejected
-        if self.refused:
-            meta["rejected_control"] = dict(self.refused)
-        return meta
-
+    def _meta(self, verdict: Verdict) -> dict:
+        spec = self.spec
+        return meta_of(verdict, self.seen, choreography=spec.plan.name, seed=spec.seed,
+                       inputs=spec.inputs, run=spec.run_id,
+                       places={name: where for launcher in self.launchers
+                               for name, where in launcher.places().items()})
