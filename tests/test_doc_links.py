@@ -104,12 +104,12 @@ def test_the_checker_finds_what_is_broken(tmp_path):
         "```\n[in a block](missing.md)\n```\n"
         "# The README\n"
         "[gone](docs/missing.md) [anchor](docs/guide.md#cpl-run)\n"
-        "![picture](docs/images/x.png) [up](../shared/spec/cpl.md) [here](#nowhere)\n",
+        "![picture](docs/images/x.svg) [up](../shared/spec/cpl.md) [here](#nowhere)\n",
         encoding="utf-8")
     assert broken_links(tmp_path / "README.md", tmp_path) == [
         "README.md:8: docs/missing.md: no such file",
         "README.md:8: docs/guide.md#cpl-run: no heading '#cpl-run' in docs/guide.md",
-        "README.md:9: docs/images/x.png: no such file",
+        "README.md:9: docs/images/x.svg: no such file",
         "README.md:9: ../shared/spec/cpl.md leads outside the repository",
         "README.md:9: #nowhere: no heading '#nowhere' in README.md",
     ]
