@@ -117,7 +117,7 @@ def _over_processes(args, plan, inputs, trace_path) -> int:
 def _simulated(args, plan, inputs, trace_path) -> int:
     """The run simulated in this process, its trace written as it goes: its exit code."""
     from choreo.execution import EXIT_CODES, RANDOM, Simulator, simulate_watched
-    from cpl.trace import TraceWriter
+    from cpl.trace import Recording, TraceWriter
 
     writer = None
     if trace_path:  # checked before the run: an unwritable path must not cost a run
@@ -125,14 +125,7 @@ def _simulated(args, plan, inputs, trace_path) -> int:
             writer = TraceWriter.open(trace_path, **plan.header(inputs))
         except TraceError as error:
             raise UsageError(f"--{'trace' if args.trace else 'render'}: {error}") from None
-    lost: list[TraceError] = []  # the write that failed: the run goes on, its results count
-
-    def write(event) -> None:
-        if writer is not None and not lost:
-            try:
-                writer.write(event)
-            except TraceError as error:
-                lost.append(error)
+    write = Recording(writer)
     # Leaving the block without close() (an error of ours, a second Ctrl-C) still ends
     # the trace, as failed or interrupted.
     with writer or contextlib.nullcontext(), Sweep():  # no process of the run outlives it
@@ -151,14 +144,10 @@ def _simulated(args, plan, inputs, trace_path) -> int:
                 schedule=args.schedule or RANDOM)
             meta, results = dict(result.trace.meta), result.results
         _print_results(plan, meta, results)
-        if writer is not None and not lost:
-            try:
-                writer.close(meta)
-            except TraceError as error:
-                lost.append(error)
-    code = EXIT_CODES[meta["status"]]
-    return _said(args, meta, [], bool(args.trace) and not lost, lost[0] if lost else None,
-                 None, False, code or 1 if lost else code)
+        write.close(meta)
+    code, lost = EXIT_CODES[meta["status"]], write.failed
+    return _said(args, meta, [], bool(args.trace) and not lost, lost, None, False,
+                 code or 1 if lost else code)
 
 
 def _print_results(plan, meta: dict, results: dict) -> None:

@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     from .msc import KINDS, Event, Trace
     from .paths import unwritable
     from .recovery import left_in, parts_of, stream_end, unfinished
-    from .writer import SUFFIXES, TraceWriter
+    from .writer import SUFFIXES, Recording, TraceWriter
     from .unmerged import LIVE_FORMAT, RUN_IDENTITY
     from .unplaced import INCOMPLETE, UNPLACED_FORMAT, as_ended, incomplete, line_of, unplaced_of
 
@@ -42,7 +42,7 @@ __all__ = ["Clocks", "Event", "Holder", "INCOMPLETE", "JsonLines", "KINDS", "LAR
            "SUFFIXES", "TooManyLifelines", "Trace", "UNPLACED_FORMAT", "as_ended", "hold",
            "holder", "incomplete", "line_of", "unplaced_of", "TraceWriter", "dump_trace",
            "encode_json", "left_in", "load_trace", "merge_logs", "open_trace", "read_log",
-           "parts_of", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
+           "parts_of", "Recording", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
            "lifelines_within_cap", "value_problem"]
 
 face(__name__, {
@@ -59,5 +59,5 @@ face(__name__, {
     ".recovery": "parts_of unfinished left_in stream_end",
     ".unmerged": "LIVE_FORMAT RUN_IDENTITY",
     ".unplaced": "INCOMPLETE UNPLACED_FORMAT as_ended incomplete line_of unplaced_of",
-    ".writer": "SUFFIXES TraceWriter",
+    ".writer": "Recording SUFFIXES TraceWriter",
 })

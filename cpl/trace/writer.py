@@ -227,6 +227,29 @@ class TraceWriter:
                     pass
 
 
+class Recording:
+    """A run's events on their way into its trace: the first write that fails ends the
+    writing, not the run (its results still count), and is kept as ``failed``.  Without a
+    writer (no trace asked for) it writes nothing."""
+
+    def __init__(self, writer: TraceWriter | None):
+        self.writer, self.failed = writer, None
+
+    def __call__(self, event) -> None:
+        if self.writer is not None and self.failed is None:
+            try:
+                self.writer.write(event)
+            except TraceError as error:
+                self.failed = error
+
+    def close(self, meta: dict) -> None:
+        if self.writer is not None and self.failed is None:
+            try:
+                self.writer.close(meta)
+            except TraceError as error:
+                self.failed = error
+
+
 def _header(lifelines, init, vars, symbols, predicates=None, parts=None) -> dict:
     """The document without events, keys in the order ``Trace.to_dict`` writes them."""
     header: dict = {"format": FORMAT, "lifelines": lifelines_within_cap(list(lifelines))}

@@ -146,7 +146,7 @@ def _supervisor(plan, choreography, name, inputs, seed, claim, **options) -> Sup
 def _written(supervisor: Supervisor, trace: str | None, interrupts: Interrupts, opened, tell,
              ended) -> tuple[dict, TraceError | None]:
     """The run with its trace written as it goes: its meta, and the write that failed."""
-    from cpl.trace import TraceWriter
+    from cpl.trace import Recording, TraceWriter
     spec, claim, writer = supervisor.spec, supervisor.claim, None
     if trace:  # checked before the run: an unwritable path must not cost a run
         try:
@@ -158,14 +158,7 @@ def _written(supervisor: Supervisor, trace: str | None, interrupts: Interrupts, 
             raise TraceRefused(error) from None
         if claim is not None:
             claim.watch(trace)
-    failed: list[TraceError] = []  # the write that failed: the run goes on, its results count
-
-    def write(event) -> None:
-        if writer is not None and not failed:
-            try:
-                writer.write(event)
-            except TraceError as error:
-                failed.append(error)
+    write = Recording(writer)
     # Leaving the block without close() (an error of ours, a second Ctrl-C) still ends
     # the trace, as failed or interrupted.
     with writer or contextlib.nullcontext(), Sweep():  # no process of the run outlives it
@@ -174,12 +167,8 @@ def _written(supervisor: Supervisor, trace: str | None, interrupts: Interrupts, 
         meta = supervisor.run(write, interrupts, tell)
         if ended is not None:
             ended(meta)
-        if writer is not None and not failed:
-            try:
-                writer.close(meta)
-            except TraceError as error:
-                failed.append(error)
-    return meta, failed[0] if failed else None
+        write.close(meta)
+    return meta, write.failed
 
 
 def _settled(meta: dict, trace: str | None, parts: str | None,
