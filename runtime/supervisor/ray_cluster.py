@@ -33,6 +33,8 @@ import sys
 import tempfile
 import threading
 
+from cpl.errors import EXIT_USAGE, CplError
+
 from .ray_launcher import TOKEN, Place, node_of
 from .ray_reaper import Reaper
 
@@ -40,13 +42,18 @@ RUN_FOLDER = "cpl-rayrun-"  # the prefix of a Ray session folder of ours
 _CURRENT = "/tmp/ray/ray_current_cluster"  # where a Ray started on this machine says it is
 
 
-class ClusterError(Exception):
-    """Ray cannot be started or joined at the address given; the message says why."""
+class ClusterError(CplError):
+    """Ray cannot be started or joined at the address given; the message says why (exit 2,
+    as ``cpl run`` words it: the address given is the usage at fault)."""
+
+    exit_code = EXIT_USAGE
 
 
-class Misplaced(ValueError):
+class Misplaced(CplError, ValueError):
     """A lifeline's place that is malformed, or not on the cluster (``lifeline``'s, if
-    known); the message says why."""
+    known); the message says why (exit 2: ``--place`` is the usage at fault)."""
+
+    exit_code = EXIT_USAGE
 
     def __init__(self, message: str, lifeline: str | None = None):
         super().__init__(message)

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 import attrs
 
 from choreo.execution import EXIT_CODES, INCOMPLETE, LOST, Sweep
-from cpl.errors import TraceError
+from cpl.errors import EXIT_USAGE, CplError, TraceError
 from .interrupts import Interrupts
 from .launchers import Launcher
 from .parts import Claim, keep_end
@@ -32,8 +32,11 @@ from .supervisor import Supervisor
 from .verdicts import before_lost
 
 
-class TraceRefused(Exception):
-    """The trace cannot be opened (``error``, a ``TraceError``, says why): no run was made."""
+class TraceRefused(CplError):
+    """The trace cannot be opened (``error``, a ``TraceError``, says why): no run was made
+    (exit 2, as ``cpl run --trace`` words it)."""
+
+    exit_code = EXIT_USAGE
 
     def __init__(self, error: TraceError):
         super().__init__(str(error))
