@@ -5,7 +5,7 @@ go through ``complain``: they quote names from traces and files, which may hold 
 character.
 """
 
-from cpl.errors import complain, for_terminal, json_for_terminal  # noqa: F401 - shared with runtime
+from cpl.errors import complain, for_terminal, json_for_terminal  # noqa: F401 - the commands use them
 
 from cpl.errors import CplError
 

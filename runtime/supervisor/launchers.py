@@ -140,7 +140,7 @@ class LocalProcesses(Launcher):
         from . import zygote
         if lifeline_command is not _LIFELINE_COMMAND or not zygote.forkable():
             return
-        import runtime.lifeline  # noqa: F401 - imported once here, not in every copy
+        from runtime.lifeline import main  # noqa: F401 - imported once, not in every fork
         for name in self.lifelines:
             self.processes[name] = zygote.fork_lifeline(name, plan)
         self._keep()
