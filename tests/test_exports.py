@@ -26,12 +26,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("cpl", "choreo", "runtime", "causal_guards")
 
-# Faces not converted yet (no ``__all__``, or a lazy table without TYPE_CHECKING imports),
-# and why: only their names' run-time resolution is checked.  A face converted, or gone,
-# must leave this list (test_the_awaiting_faces_still_wait).
-AWAITING: dict[str, str] = {}  # a face not yet converted, and why
-
-
 def _tree(face: str) -> ast.Module:
     init = ROOT.joinpath(*face.split("."), "__init__.py")
     return ast.parse(init.read_text(encoding="utf-8"))
@@ -72,11 +66,6 @@ def _binds_names(tree: ast.Module) -> bool:
                and getattr(node, "module", None) != "__future__" for node in tree.body)
 
 
-def _converted(tree: ast.Module) -> bool:
-    return (_declared_all(tree) is not None or not _binds_names(tree)) and (
-        _face_table(tree) is None or _static_imports(tree) is not None)
-
-
 def _calls_face(package: Path) -> bool:
     return any(_face_table(ast.parse(init.read_text(encoding="utf-8"))) is not None
                for init in package.rglob("__init__.py"))
@@ -92,20 +81,15 @@ def _top_level_packages() -> list[str]:
 
 FACES = sorted(".".join(init.parent.relative_to(ROOT).parts)
                for top in _top_level_packages() for init in (ROOT / top).rglob("__init__.py"))
-SEEN = [face for face in FACES if face not in AWAITING]  # the faces checked in full
 
 
 def test_the_faces_are_found():
-    assert {"cpl", "cpl.trace", "cpl.live", "cpl.lang", "choreo", "causal_guards"} <= set(FACES)
+    assert {"cpl", "cpl.trace", "cpl.live", "cpl.lang", "choreo", "choreo.execution", "runtime",
+            "runtime.frames", "cpl_cli", "causal_guards"} <= set(FACES)
     assert all(not face.startswith(("tests", "bench")) for face in FACES)
 
 
-def test_the_awaiting_faces_still_wait():
-    converted = [face for face in AWAITING if face not in FACES or _converted(_tree(face))]
-    assert converted == [], "remove these from AWAITING: they are converted, or gone"
-
-
-@pytest.mark.parametrize("face", SEEN)
+@pytest.mark.parametrize("face", FACES)
 def test_all_the_face_table_and_the_static_imports_are_one_list(face):
     tree = _tree(face)
     public = _declared_all(tree)
@@ -139,10 +123,10 @@ def test_every_public_name_resolves_and_dir_lists_it(face):
 
 def test_code_imports_from_a_face_only_names_of_its_all():
     """A name outside ``__all__`` is private to its package, even when the face binds it."""
-    public = {face: set(_declared_all(_tree(face)) or ()) for face in SEEN}
+    public = {face: set(_declared_all(_tree(face)) or ()) for face in FACES}
     submodules = {face: {path.stem for path in ROOT.joinpath(*face.split(".")).iterdir()
                          if path.suffix == ".py" or (path / "__init__.py").is_file()}
-                  for face in SEEN}
+                  for face in FACES}
     wrong = []
     for folder in (*_top_level_packages(), "tests", "bench", "examples"):
         for path in sorted((ROOT / folder).rglob("*.py")):
@@ -158,7 +142,7 @@ def test_a_static_checker_sees_every_public_name(tmp_path):
     """mypy, as a user's project runs it on the installed package (no implicit re-export:
     a name is public only when ``__all__`` lists it or it is imported ``as`` itself)."""
     pytest.importorskip("mypy", reason="mypy is in the test extra: pip install -e '.[test]'")
-    seen = [(face, name) for face in SEEN for name in _declared_all(_tree(face)) or ()]
+    seen = [(face, name) for face in FACES for name in _declared_all(_tree(face)) or ()]
     user = tmp_path / "user_of_every_face.py"
     user.write_text("".join(f"from {face} import {name} as _{number}\n"
                             for number, (face, name) in enumerate(seen)), encoding="utf-8")
@@ -171,7 +155,7 @@ def test_a_static_checker_sees_every_public_name(tmp_path):
     checked = subprocess.run(
         [sys.executable, "-m", "mypy", "--config-file", str(config), "--no-error-summary",
          "--cache-dir", str(tmp_path / "cache"), str(user),
-         *(str(ROOT.joinpath(*face.split("."), "__init__.py")) for face in SEEN)],
+         *(str(ROOT.joinpath(*face.split("."), "__init__.py")) for face in FACES)],
         cwd=tmp_path, env={**os.environ, "MYPYPATH": str(ROOT)}, capture_output=True,
         text=True, timeout=120)
     said = [f"{seen[int(line.split(':')[1]) - 1]}: {line.split(': ', 1)[1]}"
