@@ -14,6 +14,7 @@ from cpl.lazy import face
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
     from .actions import Background, Interrupted
+    from .coin import coin
     from .drive import Driver, complete
     from .fingerprint import fingerprint
     from .lineage import Keeper, Sweep, die_with_parent, kill_group
@@ -27,7 +28,8 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     )
     from .watchdog import simulate_watched
 
-__all__ = ["Background", "complete", "DEADLOCK", "deadlocked", "die_with_parent", "DIED", "Driver",
+__all__ = ["Background", "coin", "complete", "DEADLOCK", "deadlocked", "die_with_parent", "DIED",
+           "Driver",
            "EXIT_CODES", "FAILED", "fingerprint", "INCOMPLETE", "INTERRUPTED", "Interrupted",
            "Keeper", "kill_group", "LOST", "Message", "MIXED", "NOT_JOINED", "OK", "Plan",
            "prepare", "RANDOM", "run_meta", "RunFailure", "RunResult", "SCHEDULES", "simulate",
@@ -36,6 +38,7 @@ __all__ = ["Background", "complete", "DEADLOCK", "deadlocked", "die_with_parent"
 
 face(__name__, {
     ".actions": "Background Interrupted",
+    ".coin": "coin",
     ".drive": "complete Driver",
     ".fingerprint": "fingerprint",
     ".lineage": "die_with_parent Keeper kill_group Sweep",

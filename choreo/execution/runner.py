@@ -157,6 +157,15 @@ class Runner:
                 found.append((self, thread, None))
         return found
 
+    def movable(self) -> list[Thread]:
+        """The threads one of which takes this lifeline's next event: every thread not
+        joining its own, but only the holder's while an atomic block is held (a systematic
+        exploration asks which of the lifeline's events could come next)."""
+        threads = [t for t in self.threads if t.want is not None]
+        if self.holder is not None:
+            threads = [t for t in threads if within(t, self.holder[0])]
+        return threads
+
     def start(self, option: Option, snapshot: bool = False):
         """Call the action ``option`` is at; its value (or an awaitable the driver awaits).
         ``snapshot``: it sees a copy of the store (:func:`choreo.execution.actions.start`)."""

@@ -83,17 +83,21 @@ class Simulator:
     def run(self, *, seed: int = 0, args=(), values: dict | None = None,
             max_steps: int | None = None, timeout: float | None = None,
             record: bool = True, sink: Callable[[Event], None] | None = None,
-            schedule: str = RANDOM, before_action: Callable[[], None] | None = None
-            ) -> RunResult:
+            schedule: str = RANDOM, before_action: Callable[[], None] | None = None,
+            pick: Callable | None = None, rngs: Callable | None = None) -> RunResult:
         """One seeded run to its end; ``args`` are ``"key=value"`` texts, ``values`` typed inputs.
 
         ``record`` keeps the events in ``result.trace``; ``sink`` gets each event as it
         happens (``record=False`` with a sink: constant memory however long the run).
         ``schedule`` is one of :data:`SCHEDULES` (module docstring).  ``before_action()``
         is called before each action: a sink that batches hands its events on there.
+
+        A systematic exploration (``cpl verify``) replaces the scheduler: ``pick(options)``
+        chooses each step instead of ``schedule``, and ``rngs(lifeline)`` gives each
+        lifeline's actions their rng instead of ``random.Random(f"{seed}:{lifeline}")``.
         """
         run = _Simulation(self.plan, seed, self.plan.inputs(args, values), record, sink,
-                          schedule, before_action)
+                          schedule, before_action, pick, rngs)
         deadline = None if timeout is None else time.monotonic() + timeout
         steps = run.steps(max_steps, deadline, timeout)
         with _stop_between_steps(run), Awaiter() as wait:
@@ -150,7 +154,7 @@ class _Simulation:
     """One seeded run: the runners, the scheduler's rng, and where events go."""
 
     def __init__(self, plan: Plan, seed, inputs: dict, record: bool, sink,
-                 schedule: str = RANDOM, before_action=None):
+                 schedule: str = RANDOM, before_action=None, pick=None, rngs=None):
         if schedule not in SCHEDULES:
             raise ValueError(f"unknown schedule {schedule!r}; choose from "
                              f"{', '.join(SCHEDULES)}")
@@ -162,11 +166,16 @@ class _Simulation:
         self.runners = [plan.runner(name, self.stores[name], seed, record=recorded,
                                     clocks=clocks)
                         for name in plan.lifelines]
+        if rngs is not None:
+            for runner in self.runners:
+                runner.rng = rngs(runner.name)
         self.scheduler = random.Random(seed)
         self.interrupted = False  # for _stop_between_steps
         self.events: list[Event] = []
         self.failed: dict | None = None  # meta.failed: the lifeline whose failure ended the run
-        pick, sent = self._picker(self.scheduler.random)
+        sent = None
+        if pick is None:
+            pick, sent = self._picker(self.scheduler.random)
         self.driver = Driver(self.runners, pick, self._emitter(), sent=sent,
                              before_action=before_action)
 
