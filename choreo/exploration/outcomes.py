@@ -5,7 +5,7 @@ A lifeline's actions get an :class:`Outcomes` instead of a seeded
 ``sample`` all draw through ``_randbelow(n)``: here it takes the outcome the
 exploration scripted for this draw (by default the first) and notes the domain
 ``n``, so the verifier can enumerate every sequence of outcomes an action can
-draw.  :func:`choreo.execution.coin` is a two-way draw.  A float (``random()``,
+draw.  :func:`choreo.coin` is a two-way draw.  A float (``random()``,
 ``uniform``, ``gauss``, ``choices``) or raw bits have no domain to enumerate: they
 come from a generator seeded by the lifeline and the call, so replays agree, and
 the report says the exploration is *not complete* and why.
@@ -33,6 +33,8 @@ class DomainTooLarge(CplError):
 
 class Outcomes(random.Random):
     """One lifeline's rng for a verify run; :meth:`begin` before each call of an action."""
+
+    enumerates = True  # an LLM action with choices then takes each reply as an outcome
 
     def __init__(self, lifeline: str, sample: bool = False):
         super().__init__(lifeline)
@@ -89,9 +91,16 @@ class Outcomes(random.Random):
         self._unenumerable(f"getrandbits({k})")
         return super().getrandbits(k)
 
+    def unenumerable_bits(self, why: str, k: int) -> int:
+        """``k`` seeded bits for a draw the caller says cannot be enumerated, and why (an LLM
+        action's seed for a free-text reply)."""
+        self.unenumerable[f"action {self.action!r} on {self.lifeline} {why}"] = None
+        self._seed_fallback()
+        return random.Random.getrandbits(self, k)
+
     def _unenumerable(self, what: str) -> None:
         self.unenumerable[f"action {self.action!r} on {self.lifeline} called rng.{what}, "
-                          f"whose outcomes cannot be enumerated (use choreo.execution.coin "
+                          f"whose outcomes cannot be enumerated (use choreo.coin "
                           f"for a coin)"] = None
         self._seed_fallback()
 

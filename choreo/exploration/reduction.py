@@ -147,6 +147,13 @@ class Reduction:
         self.asleep: dict = {}  # runner -> {(id(thread), message key)} put to sleep
 
     def pick(self, options: list):
+        asleep = self.asleep
+        if len(options) == 1:  # the only event anywhere: to defer it would block the run
+            option = options[0]
+            sleeping = asleep.get(option[0])
+            if sleeping is not None and _identity(option) in sleeping:
+                raise Blocked
+            return self._take(option)
         groups: dict = {}
         for option in options:
             group = groups.get(option[0])
@@ -154,23 +161,27 @@ class Reduction:
                 groups[option[0]] = [option]
             else:
                 group.append(option)
-        asleep = self.asleep
         for runner, group in groups.items():  # a forced event first
             if len(group) == 1 and runner not in asleep and (
                     len(runner.threads) == 1 or len(runner.movable()) == 1):
                 return self._take(group[0])
+        deciding = []  # (runner, its events not asleep), for each runner that has some
         for runner, group in groups.items():
             sleeping = asleep.get(runner)
             awake = group if sleeping is None else [
                 o for o in group if _identity(o) not in sleeping]
-            if not awake:
-                continue
-            alternatives = len(awake) + (BREAK != "no-defer" and _awaits(runner))
+            if awake:
+                deciding.append((runner, awake))
+        last = len(deciding) - 1
+        for at, (runner, awake) in enumerate(deciding):
+            # Deferring is worth a branch only if a later lifeline can move meanwhile.
+            defer = at < last and BREAK != "no-defer" and _awaits(runner)
+            alternatives = len(awake) + defer
             chosen = 0 if alternatives == 1 else self.tree.decide(
                 alternatives, lambda: f"{runner.name}'s next event")  # noqa: B023 - called now
             if chosen < len(awake):
                 return self._take(awake[chosen])
-            asleep.setdefault(runner, set()).update(map(_identity, awake))  # defer
+            asleep.setdefault(runner, set()).update(map(_identity, awake))
         raise Blocked
 
     def _take(self, option):

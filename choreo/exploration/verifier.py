@@ -157,14 +157,14 @@ class Search:
 
     def _outcomes(self, s, store: dict, rng: Outcomes, call: str) -> list[tuple]:
         """One script of draws per distinct value the action can give, in draw order."""
-        found: dict = {}
-        script: list[int] = []
-        calls = 0
+        rng.begin(s.label, call)
+        first = self._call(s, store, rng)
+        if not rng.domains:  # no draw, one outcome: most actions
+            return [()]
+        found: dict = {_key(first): (0,) * len(rng.domains)}
+        script: list[int] = [0] * len(rng.domains)
+        calls = 1
         while True:
-            rng.begin(s.label, call, tuple(script))
-            found.setdefault(self._value_of(s, store, rng), tuple(script) + (0,) * (
-                len(rng.domains) - len(script)))
-            calls += 1
             taken = script + [0] * (len(rng.domains) - len(script))
             while taken and taken[-1] + 1 >= rng.domains[len(taken) - 1]:
                 taken.pop()
@@ -176,9 +176,13 @@ class Search:
                 return list(found.values())
             taken[-1] += 1
             script = taken
+            rng.begin(s.label, call, tuple(script))
+            found.setdefault(_key(self._call(s, store, rng)), tuple(script) + (0,) * (
+                len(rng.domains) - len(script)))
+            calls += 1
 
-    def _value_of(self, s, store: dict, rng: Outcomes) -> str:
-        """What one call gives, as a key: equal values set equal variables."""
+    def _call(self, s, store: dict, rng: Outcomes):
+        """What one call gives (a failure as its own kind of value: the real call fails)."""
         try:
             value = s.fn(MappingProxyType(store), rng)
             if isawaitable(value):
@@ -186,17 +190,28 @@ class Search:
         except (Exception, SystemExit) as error:  # noqa: BLE001 - the real call fails alike
             if isinstance(error, (NotDeterministic, DomainTooLarge)):
                 raise
-            return f"raised {type(error).__name__}: {error}"
-        try:
-            return json.dumps(value, sort_keys=True, default=repr)
-        except (TypeError, ValueError):
-            return repr(value)
+            return _Raised(f"{type(error).__name__}: {error}")
+        return value
 
     def _await(self, awaitable):
         if self.wait is None:
             from choreo.execution import Awaiter
             self.wait = Awaiter()
         return self.wait(awaitable, None)
+
+
+class _Raised(str):
+    """An action's failure, told apart from any value it returns."""
+
+
+def _key(value) -> str:
+    """A value as a key: equal values set equal variables."""
+    if isinstance(value, _Raised):
+        return "raised " + value
+    try:
+        return json.dumps(value, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
 
 
 def _parsed(path: str) -> tuple[int, ...]:
