@@ -72,7 +72,7 @@ def search_in_parallel(search, workers: int, max_runs: int | None, time_limit: f
     if search.each is not None:  # a callable of this process: see the docstring
         return _here(search, [((), [], 0)], max_runs, deadline)
     started = time.process_time()
-    prefixes = _split(search, workers * SPLIT, deadline)
+    split = prefixes(search, workers * SPLIT, deadline)
     probed = time.process_time() - started
     context = _context(source)  # after the probes: they may have started a thread
     shipped = None
@@ -81,7 +81,7 @@ def search_in_parallel(search, workers: int, max_runs: int | None, time_limit: f
                    any(rng.sample for rng in search.rngs.values()), search.traces)
         if not picklable(shipped):
             context = None
-    jobs = [(prefix, [[chosen, None] for chosen in prefix], len(prefix)) for prefix in prefixes]
+    jobs = [(prefix, [[chosen, None] for chosen in prefix], len(prefix)) for prefix in split]
     if context is None or len(jobs) == 1:
         tally = _here(search, jobs, max_runs, deadline)
     else:
@@ -94,7 +94,7 @@ def search_in_parallel(search, workers: int, max_runs: int | None, time_limit: f
 # ---------------------------------------------------------------- the split
 
 
-def _split(search, wanted: int, deadline: float | None) -> list[tuple]:
+def prefixes(search, wanted: int, deadline: float | None) -> list[tuple]:
     """Prefixes covering the tree, in the search's order, until there are ``wanted``.
 
     The prefix split next is the one whose subtree looks largest: the product of the
@@ -149,6 +149,12 @@ def _probe(search, simulator: Simulator, prefix: tuple, deadline: float | None) 
 # ---------------------------------------------------------------- searching the subtrees
 
 
+def search_below(search, prefix: tuple, deadline: float | None = None) -> tuple:
+    """Every run below ``prefix``: what :func:`merged` adds up (a cluster's task)."""
+    return _search(search, (prefix, [[chosen, None] for chosen in prefix], len(prefix)), None,
+                   deadline)
+
+
 def _search(search, job: tuple, max_runs: int | None, deadline: float | None) -> tuple:
     """(path key, tally, where it stopped or None, notes) of one job: the runs below its
     tree's floor, from its nodes on, at most ``max_runs`` MSCs."""
@@ -172,21 +178,19 @@ def _search(search, job: tuple, max_runs: int | None, deadline: float | None) ->
 
 def _here(search, jobs: list, max_runs: int | None, deadline: float | None) -> Tally:
     """The jobs in this process, in order: one worker's search."""
-    tally, noted = Tally(), {}
+    parts, mscs = [], 0
     for job in jobs:
-        left = None if max_runs is None else max_runs - tally.mscs
+        left = None if max_runs is None else max_runs - mscs
         if left is not None and left <= 0:
-            tally.bounds["max-runs"] = ""
+            return merged(search, parts, "max-runs")
+        part = _search(search, job, left, deadline)
+        parts.append(part)
+        mscs += part[1].mscs
+        if part[2] is not None:
+            return merged(search, parts, "max-runs")
+        if "time-limit" in part[1].bounds:
             break
-        _, part, rest, notes = _search(search, job, left, deadline)
-        tally.merge(part)
-        _note(noted, notes)
-        if rest is not None:
-            tally.bounds["max-runs"] = ""
-            break
-        if "time-limit" in part.bounds:
-            break
-    return _finished(search, tally, noted)
+    return merged(search, parts)
 
 
 class _Queue:
@@ -232,12 +236,12 @@ class _Queue:
 def _in_workers(search, jobs: list, workers: int, context, shipped, max_runs, deadline) -> Tally:
     global _SEARCH, _DEADLINE
     queue = _Queue(jobs, max_runs, workers, deadline)
-    done: dict[tuple, tuple] = {}
+    parts: list[tuple] = []
 
     def take(results: list) -> None:
-        for key, part, rest, notes in results:
-            done[key] = (part, notes)
-            queue.back(key, part, rest)
+        for part in results:
+            parts.append(part)
+            queue.back(*part[:3])
 
     _SEARCH, _DEADLINE = search, deadline  # what a forked worker inherits
     gc.freeze()  # a forked worker's collector leaves the inherited objects (and pages) alone
@@ -246,15 +250,11 @@ def _in_workers(search, jobs: list, workers: int, context, shipped, max_runs, de
     finally:
         gc.unfreeze()
         _SEARCH = _DEADLINE = None
-    tally, noted = Tally(), {}
-    for key in sorted(done):
-        part, notes = done[key]
-        tally.merge(part)
-        _note(noted, notes)
+    stopped = None
     if queue.heap:  # subtrees never searched: a bound stopped the search
         late = deadline is not None and time.monotonic() >= deadline
-        tally.bounds["time-limit" if late else "max-runs"] = ""
-    return _finished(search, tally, noted)
+        stopped = "time-limit" if late else "max-runs"
+    return merged(search, parts, stopped)
 
 
 def _start(shipped, deadline) -> None:
@@ -274,6 +274,19 @@ def _work(chunk) -> tuple:
 
 
 # ---------------------------------------------------------------- the merged tally
+
+
+def merged(search, parts: list, stopped: str | None = None) -> Tally:
+    """The tally of one search from its parts (:func:`search_below`'s, in any order): added
+    up in the search's order, which is the order of their paths.  ``stopped``: the bound
+    that left some of the tree unsearched."""
+    tally, noted = Tally(), {}
+    for _, part, _, notes in sorted(parts, key=lambda part: part[0]):
+        tally.merge(part)
+        _note(noted, notes)
+    if stopped is not None:
+        tally.bounds[stopped] = ""
+    return _finished(search, tally, noted)
 
 
 def _note(noted: dict, notes: dict) -> None:
