@@ -134,3 +134,28 @@ def test_each_sees_every_msc_once(pools):
     assert pools == []  # each is a callable of this process: the search runs here
     assert len(seen) == len(set(seen)) == report.mscs
     assert report.mscs == choreo.verify(c, counterexample=None).mscs
+
+
+def test_the_clusters_steps_add_up_to_one_search():
+    """docs/cluster.md's split: one fresh search per prefix (as a Ray task makes), the parts
+    merged whatever order they come back in."""
+    from cpl.anomalies import detect
+    from choreo.execution import prepare
+    from choreo.exploration.reduction import Tree
+    from choreo.exploration.verifier import Search
+
+    plan = prepare(load_one(LOST_UPDATE, "unguarded"))
+
+    def search():
+        return Search(plan, plan.inputs((), None), (detect, {"late": _late, "odd": _odd}),
+                      100_000, False, None, None)
+    one = search().run(Tree(), None, None)
+    driver = search()
+    split = verify_pool.prefixes(driver, 16)
+    assert len(split) >= 16 and split == sorted(split)
+    parts = [verify_pool.search_below(search(), prefix) for prefix in reversed(split)]
+    tally = verify_pool.merged(driver, parts)
+    for name in ("mscs", "runs", "blocked", "statuses", "decisions", "detectors", "first",
+                 "failures", "work", "bounds"):
+        assert getattr(tally, name) == getattr(one, name), name
+    assert tally.example[0] == one.example[0] and one.first["late"][2] > 1

@@ -94,7 +94,7 @@ def search_in_parallel(search, workers: int, max_runs: int | None, time_limit: f
 # ---------------------------------------------------------------- the split
 
 
-def prefixes(search, wanted: int, deadline: float | None) -> list[tuple]:
+def prefixes(search, wanted: int, deadline: float | None = None) -> list[tuple]:
     """Prefixes covering the tree, in the search's order, until there are ``wanted``.
 
     The prefix split next is the one whose subtree looks largest: the product of the
