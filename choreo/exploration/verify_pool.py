@@ -32,6 +32,10 @@ ships them back, and they are merged in the search's order, so the report's
 **Not split**: ``each`` is a callable of this process, so with ``each`` the search
 runs here, as with one worker; so does it when no worker can get the plan (no
 fork, and no ``source`` or detectors that cannot be pickled for a spawned one).
+
+An error (a usage error, a detector that raised) ends the search as with one
+worker; with several, the one raised is the first to happen, which need not be
+the first in the search's order.
 """
 
 from __future__ import annotations
