@@ -84,6 +84,19 @@ def test_two_workers_report_what_one_does(path, name, detectors, traces, tmp_pat
         assert one["result"] == "complete" and one["counterexample"]
 
 
+def test_spawned_workers_load_the_choreography_from_its_file(tmp_path, pools, monkeypatch):
+    import multiprocessing
+    path = str(ROOT / "examples" / "parallel_tools.py")  # its report says not enumerable
+    c = load_one(path)
+    one = _report(c, 1, tmp_path)
+    monkeypatch.setattr(verify_pool, "_context",
+                        lambda source: multiprocessing.get_context("spawn") if source else None)
+    assert _report(c, 2, tmp_path, Source(path)) == one
+    assert pools == [2] and one["bound"] == "not enumerable"
+    assert _report(c, 3, tmp_path) == one  # no source: no spawned worker, one process
+    assert pools == [2]
+
+
 def test_a_tree_of_one_msc(tmp_path, pools):
     one = _report(_tiny(), 1, tmp_path)
     assert one["mscs"] == 1 and one["result"] == "complete"

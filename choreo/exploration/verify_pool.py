@@ -81,7 +81,7 @@ def search_in_parallel(search, workers: int, max_runs: int | None, time_limit: f
     context = _context(source)  # after the probes: they may have started a thread
     shipped = None
     if context is not None and context.get_start_method() != "fork":
-        shipped = (source, search.inputs, search.detectors, search.max_steps,
+        shipped = (type(search), source, search.inputs, search.detectors, search.max_steps,
                    any(rng.sample for rng in search.rngs.values()), search.traces)
         if not picklable(shipped):
             context = None
@@ -267,9 +267,8 @@ def _start(shipped, deadline) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _DEADLINE = deadline
     if shipped is not None:
-        from .verifier import Search
-        source, inputs, detectors, max_steps, sample, traces = shipped
-        _SEARCH = Search(source.plan(), inputs, detectors, max_steps, sample, traces, None)
+        kind, source, inputs, detectors, max_steps, sample, traces = shipped
+        _SEARCH = kind(source.plan(), inputs, detectors, max_steps, sample, traces, None)
 
 
 def _work(chunk) -> tuple:
