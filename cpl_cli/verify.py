@@ -134,8 +134,9 @@ def text(report, args, replayed: str | None = None) -> str:
                        or ["none taken"])
     lines += _labelled("detectors", _detectors(report, args))
     work = report.work
-    lines.append(f"  work: {work['events']:,} events, {work['messages']:,} messages, "
-                 f"{work['decisions']:,} decisions")
+    lines.append(f"  work: {_count(work['events'], 'event')}, "
+                 f"{_count(work['messages'], 'message')}, "
+                 f"{_count(work['decisions'], 'decision')}")
     seconds = report.seconds
     lines.append(f"  time: {seconds['cpu']:.2f} s CPU, {seconds['wall']:.2f} s wall, "
                  f"{_count(report.workers, 'worker')}")
