@@ -118,12 +118,9 @@ def text(report, args, replayed: str | None = None) -> str:
     if report.inputs:
         lines.append("  inputs: " + ", ".join(f"{key}={json.dumps(value, default=repr)}"
                                               for key, value in report.inputs.items()))
-    lines.append(f"  {_count(report.mscs, 'MSC')}"
-                 f"{', every one within the bounds,' if report.complete else ''} in "
-                 f"{_count(report.runs, 'run')}" + (
-                     f" ({report.blocked:,} abandoned by the reduction: "
-                     f"{'its' if report.blocked == 1 else 'their'} MSC had been run)"
-                     if report.blocked else ""))
+    lines.append(f"  {_count(report.mscs, 'MSC')} in {_count(report.runs, 'run')}" + (
+        f" ({report.blocked:,} abandoned by the reduction: their MSC had been run)"
+        if report.blocked else ""))
     lines.append("  statuses: " + (", ".join(f"{status} {count:,}" for status, count
                                              in report.statuses.items()) or "no MSC run"))
     for status, (path, error) in report.failures.items():
@@ -153,11 +150,11 @@ def _verdict(report, replay: str | None, replayed: str | None) -> str:
             said += f"; bounded ({report.bound}): {report.why}"
         return said
     if report.complete:
-        return "complete"
+        return "complete, every MSC within the bounds"
     return f"bounded ({report.bound}): {report.why}"
 
 
-def _detectors(report, args) -> list[str]:
+def _detectors(report, args) -> list:
     if not report.detectors:
         return ["none ran (--no-detectors)"]
     said = [f"{name}: fired in {count:,} of {_count(report.mscs, 'MSC')}, first in MSC "
@@ -165,7 +162,7 @@ def _detectors(report, args) -> list[str]:
             for name, count in report.fired.items()]
     quiet = [name for name, count in report.detectors.items() if not count]
     if quiet:
-        said.append(f"{'nothing' if not said else 'nothing else'} fired ({', '.join(quiet)})")
+        said.append(("nothing fired" if not said else "nothing else fired", quiet))
     return said
 
 
@@ -213,10 +210,21 @@ def _detect_options(args) -> str:
     return "".join(" " + shlex.quote(word) for word in words)
 
 
-def _labelled(title: str, items: list[str]) -> list[str]:
-    """``title: first`` then the others aligned under it."""
+def _labelled(title: str, items: list) -> list[str]:
+    """``title: first`` then the others aligned under it; a list of names (a tuple: its
+    text and the names) wrapped at 80 columns."""
     head = f"  {title}: "
-    return [head + items[0]] + [" " * len(head) + item for item in items[1:]]
+    lines = []
+    for item in items:
+        start = head if not lines else " " * len(head)
+        if isinstance(item, tuple):
+            import textwrap
+            lines += textwrap.wrap(item[0] + " (" + ", ".join(item[1]) + ")", 80,
+                                   initial_indent=start, subsequent_indent=" " * (len(head) + 2),
+                                   break_long_words=False, break_on_hyphens=False)
+        else:
+            lines.append(start + item)
+    return lines
 
 
 def _count(number: int, noun: str) -> str:
