@@ -25,8 +25,7 @@ MOST_WORKERS = 1024  # a process each: more is a typing error, not a machine
 
 
 def cmd_verify(args) -> int:
-    from choreo.exploration import verify
-    from choreo.exploration.explore import Source
+    from choreo.exploration import Source, verify
 
     _check_numbers(args)
     _check_outputs(args)
