@@ -254,14 +254,14 @@ def add_verify_command(commands) -> None:
     verify.add_argument("--no-detectors", action="store_true",
                         help="do not run the catalog's anomaly detectors (--detect ones "
                         "still run)")
-    add_max_steps(verify, f"stop a run after N events, status limit, and the report bounded "
-                  f"(default {DEFAULT_MAX_STEPS:,})", DEFAULT_MAX_STEPS)
+    add_max_steps(verify, f"a run stops after N events (status limit; the report is then "
+                  f"bounded; default {DEFAULT_MAX_STEPS:,})", DEFAULT_MAX_STEPS)
     verify.add_argument("--max-runs", type=int, metavar="N",
                         help="stop after N MSCs (the report is then bounded)")
     verify.add_argument("--time-limit", type=float, metavar="S",
                         help="stop after S seconds (the report is then bounded)")
     verify.add_argument("--workers", type=int, default=1, metavar="N",
-                        help="processes that split the search (default 1); the report does "
+                        help="processes that split the search (default 1); the counts do "
                         "not depend on it")
     add_format(verify, "text", "json")
     verify.add_argument("--traces", metavar="DIR",
