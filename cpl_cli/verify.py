@@ -171,8 +171,8 @@ def _next(report, args, command: str) -> list[str]:
     given = args.counterexample
     if report.counterexample:
         shown = shlex.quote(report.counterexample)
-        stem = os.path.splitext(shown)[0]
-        lines.append(f"  counterexample: {shown} (draw it: cpl render {shown} -o {stem}.svg; "
+        drawing = shlex.quote(os.path.splitext(report.counterexample)[0] + ".svg")
+        lines.append(f"  counterexample: {shown} (draw it: cpl render {shown} -o {drawing}; "
                      f"its events: cpl detect {shown}{_detect_options(args)})")
     elif given is not None and not report.fired:
         lines.append(f"  counterexample: nothing fired; {given} not written")

@@ -77,7 +77,7 @@ def test_a_complete_search_with_nothing_found_exits_0(capsys):
 
 
 def test_a_firing_its_counterexample_and_its_replay(capsys, tmp_path):
-    out_file = tmp_path / "bad.jsonl"
+    out_file = tmp_path / "bad one.jsonl"  # a name the printed commands must quote
     code, out, _ = cpl(capsys, LOST, "--name", "unguarded", "--max-runs", "12",
                        "--format", "json", "--counterexample", out_file)
     report = json.loads(out)
@@ -91,7 +91,8 @@ def test_a_firing_its_counterexample_and_its_replay(capsys, tmp_path):
     assert code == 1
     assert (f"  detectors: lost_update: fired in {fired} of 12 MSCs, first in MSC "
             f"{first['index']} (path {first['path']})") in text
-    assert f"  counterexample: {out_file} (draw it: cpl render {out_file}" in text
+    quoted = shlex.quote(str(out_file))
+    assert f"  counterexample: {quoted} (draw it: cpl render {quoted} -o " in text
     # the counterexample is a trace whose every decision re-checks, and the detector fires
     assert main(["eval", str(out_file)]) == 0
     assert "all agree" in capsys.readouterr().out
