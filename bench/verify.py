@@ -37,6 +37,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from timing import Row, median
 
@@ -45,31 +46,39 @@ EXAMPLES = ROOT / "examples"
 TARGET = 2.0  # one verified MSC costs at most this many simulated runs
 MIN_CPU = 0.2  # seconds: a space verified faster than this is verified again
 TWINS = ("causal_cascade", "lost_update", "phantom_tool", "stale_generation", "tool_reordering")
-CASES = {"code_review": ("code_review.py", None)} | {
-    f"{twin} {name}": (f"anomalies/{twin}.py", name)
+# case -> (file under examples/, --name, inputs)
+CASES = {"code_review": ("code_review.py", None, {}),
+         "code_review rounds=1": ("code_review.py", None, {"rounds": 1})} | {
+    f"{twin} {name}": (f"anomalies/{twin}.py", name, {})
     for twin in TWINS for name in ("guarded", "unguarded")} | {
-    f"stale_publish {name}": ("stale_publish.py", name) for name in ("guarded", "unguarded")}
-# the largest spaces: lost_update guarded completes, the others are bounded by --time-limit
-MEMORY = ("lost_update guarded", "tool_reordering guarded", "code_review")
+    f"stale_publish {name}": ("stale_publish.py", name, {}) for name in ("guarded", "unguarded")}
+# The largest spaces: the first two complete (26,244 MSCs: ~30 s here), the last is bounded.
+MEMORY = ("code_review rounds=1", "lost_update guarded", "tool_reordering guarded")
+MEMORY_LIMIT = 300.0  # seconds for a peak-RSS search: the complete ones end well before
 
 
-def load(case: str):
-    """The case's prepared plan and its detectors (the catalog's; stale_publish's own too)."""
+class Case(NamedTuple):
+    plan: object  # choreo.execution.Plan, prepared once
+    detectors: object  # the catalog's; stale_publish's own too
+    values: dict
+
+
+def load(case: str) -> Case:
     import choreo
     from choreo.execution import prepare
     from cpl.anomalies import detect
 
-    file, name = CASES[case]
+    file, name, values = CASES[case]
     plan = prepare(choreo.load_one(str(EXAMPLES / file), name))
     if file != "stale_publish.py":
-        return plan, detect
+        return Case(plan, detect, values)
     from choreo.exploration.user_detectors import load_detector  # as --detect loads it
 
     stale = load_detector(f"{EXAMPLES / file}:published_stale")  # run here, not in a child
-    return plan, (detect, {"published_stale": lambda trace: list(stale(trace))})
+    return Case(plan, (detect, {"published_stale": lambda trace: list(stale(trace))}), values)
 
 
-def _verify(plan, detectors, runs: int, time_limit: float):
+def _verify(case: Case, detectors, runs: int, time_limit: float):
     """(MSCs, events, CPU seconds, the last report): verified again until MIN_CPU."""
     import choreo
 
@@ -78,52 +87,53 @@ def _verify(plan, detectors, runs: int, time_limit: float):
     while True:
         gc.collect()
         start = time.process_time()
-        report = choreo.verify(plan, detectors=detectors, max_runs=runs,
-                               time_limit=time_limit, counterexample=None)
+        report = choreo.verify(case.plan, values=case.values, detectors=detectors,
+                               max_runs=runs, time_limit=time_limit, counterexample=None)
         cpu += time.process_time() - start
         mscs, events = mscs + report.mscs, events + report.work["events"]
         if cpu >= MIN_CPU or not report.complete or not report.mscs:
             return mscs, events, cpu, report
 
 
-def _simulate(plan, runs: int, time_limit: float) -> tuple[int, int, float]:
+def _simulate(case: Case, runs: int, time_limit: float) -> tuple[int, int, float]:
     """(runs, events, CPU seconds) of seeds 0, 1, … as ``cpl explore`` runs them."""
     from choreo.execution import Simulator
     from choreo.exploration import explore
 
-    simulator = Simulator.of(plan)
+    simulator = Simulator.of(case.plan)
     gc.collect()
     events, cpu, start = 0, 0.0, time.process_time()
     k = 0
     while (k < runs or cpu < MIN_CPU) and cpu < time_limit:
-        result = simulator.run(seed=k, schedule=explore.schedule_of(k))
+        result = simulator.run(seed=k, values=case.values, schedule=explore.schedule_of(k))
         events += len(result.trace.events)
         k += 1
         cpu = time.process_time() - start
     return k, events, cpu
 
 
-def _explore(plan, detectors, runs: int) -> tuple[int, int, float]:
+def _explore(case: Case, runs: int) -> tuple[int, int, float]:
     from choreo.exploration import explore
 
     gc.collect()
     start = time.process_time()
-    found = explore.explore(plan, runs, detectors=detectors, workers=1)
+    found = explore.explore(case.plan, runs, values=case.values, detectors=case.detectors,
+                            workers=1)
     return found.runs, found.work["events"], time.process_time() - start
 
 
-def rates(case: str, repeats: int, runs: int, time_limit: float) -> list[Row]:
+def rates(name: str, repeats: int, runs: int, time_limit: float) -> list[Row]:
     """The case's rows: ms per MSC against ms per run, without and with detectors."""
-    plan, detectors = load(case)
+    case = load(name)
     got: dict[str, list] = {"bare": [], "sim": [], "checked": [], "explore": []}
     report = None
     for _ in range(repeats):
-        *bare, report = _verify(plan, None, runs, time_limit)
+        *bare, report = _verify(case, None, runs, time_limit)
         got["bare"].append(bare)
-        got["sim"].append(_simulate(plan, runs, time_limit))
-        *checked, _ = _verify(plan, detectors, runs, time_limit)
+        got["sim"].append(_simulate(case, runs, time_limit))
+        *checked, _ = _verify(case, case.detectors, runs, time_limit)
         got["checked"].append(checked)
-        got["explore"].append(_explore(plan, detectors, got["sim"][-1][0]))
+        got["explore"].append(_explore(case, got["sim"][-1][0]))
     ms = {key: [1000 * cpu / n for n, _, cpu in values] for key, values in got.items()}
     per_s = {key: [events / cpu for _, events, cpu in values] for key, values in got.items()}
     space = (f"{report.mscs:,} MSCs, complete" if report.complete else
@@ -134,28 +144,28 @@ def rates(case: str, repeats: int, runs: int, time_limit: float) -> list[Row]:
             ("bare", "sim", "no detectors", "one Simulator.run (mixed schedules)"),
             ("checked", "explore", "catalog detectors", "one explore() run, same detectors")):
         value, baseline = median(ms[key]), median(ms[base])
-        rows.append(Row("verify", f"{case} [{space}, {size}]: one MSC, {what}", value, "ms",
+        rows.append(Row("verify", f"{name} [{space}, {size}]: one MSC, {what}", value, "ms",
                         ms[key], baseline=against, baseline_value=baseline,
                         target=f"≤ {TARGET:g}×", met=value <= TARGET * baseline))
-    rows.append(Row("verify", f"{case}: verify events/s, no detectors", median(per_s["bare"]),
+    rows.append(Row("verify", f"{name}: verify events/s, no detectors", median(per_s["bare"]),
                     "events/s", per_s["bare"], baseline="Simulator.run events/s",
                     baseline_value=median(per_s["sim"])))
     return rows
 
 
-def first(case: str, runs: int, time_limit: float, explore_runs: int, chunk: int = 500) -> Row:
+def first(name: str, runs: int, time_limit: float, explore_runs: int, chunk: int = 500) -> Row:
     """MSCs to verify's first counterexample against runs to ``cpl explore``'s first."""
     import choreo
     from choreo.exploration import explore
 
-    plan, detectors = load(case)
-    report = choreo.verify(plan, detectors=detectors, max_runs=runs, time_limit=time_limit,
-                           counterexample=None)
+    case = load(name)
+    report = choreo.verify(case.plan, values=case.values, detectors=case.detectors,
+                           max_runs=runs, time_limit=time_limit, counterexample=None)
     found = None
     done = 0
     while done < explore_runs and not found:
-        result = explore.explore(plan, min(chunk, explore_runs - done), seed=done,
-                                 detectors=detectors, workers=1)
+        result = explore.explore(case.plan, min(chunk, explore_runs - done), seed=done,
+                                 values=case.values, detectors=case.detectors, workers=1)
         done += result.runs
         found = result.first["anomalies"]
     seed = min((seed for seed, _, _ in found.values()), default=None) if found else None
@@ -165,48 +175,59 @@ def first(case: str, runs: int, time_limit: float, explore_runs: int, chunk: int
                 f"cpl explore: none in {done:,} runs")
     if report.first:
         c = min(report.first.values(), key=lambda c: c.index)
-        return Row("verify", f"{case}: MSCs to the first counterexample ({c.detector}, path "
+        return Row("verify", f"{name}: MSCs to the first counterexample ({c.detector}, path "
                    f"{c.path or 'root'})", c.index, "MSCs", [c.index], baseline=baseline,
                    baseline_value=explored)
     space = "complete" if report.complete else f"bounded: {report.bound}"
-    return Row("verify", f"{case}: verify found none in {report.mscs:,} MSCs ({space})",
+    return Row("verify", f"{name}: verify found none in {report.mscs:,} MSCs ({space})",
                report.mscs, "MSCs", [report.mscs], baseline=baseline, baseline_value=explored)
 
 
 _PEAK = """
-import json, resource, sys
+import json, resource, sys, tracemalloc
 sys.path.insert(0, {bench!r})
 import verify as bench
-plan, detectors = bench.load({case!r})
+case = bench.load({case!r})
 report = None
-if {search!r}:
+if {mode!r} != "loaded":
     import choreo
-    report = choreo.verify(plan, detectors=detectors, time_limit={limit!r},
-                           counterexample=None)
+    if {mode!r} == "traced":
+        tracemalloc.start()
+    report = choreo.verify(case.plan, values=case.values, detectors=case.detectors,
+                           time_limit={limit!r}, counterexample=None)
 print(json.dumps({{"kib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                  "traced": tracemalloc.get_traced_memory()[1],
                   "mscs": report and report.mscs, "complete": report and report.complete}}))
 """
 
 
-def peak(case: str, time_limit: float, search: bool = True) -> dict:
-    """Peak RSS (KiB) of a fresh process that verifies ``case`` (or only loads it)."""
-    code = _PEAK.format(bench=str(Path(__file__).resolve().parent), case=case, search=search,
+def peak(case: str, time_limit: float, mode: str = "search") -> dict:
+    """A fresh process that loads ``case`` and verifies it for ``time_limit`` seconds:
+    its peak RSS in KiB ("kib"; mode "loaded": no search), or, in mode "traced", the peak
+    of the search's own Python allocations in bytes ("traced", from tracemalloc)."""
+    code = _PEAK.format(bench=str(Path(__file__).resolve().parent), case=case, mode=mode,
                         limit=time_limit)
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
                          capture_output=True, text=True).stdout
     return json.loads(out.splitlines()[-1])
 
 
-def memory(cases, time_limit: float) -> list[Row]:
+def memory(cases, time_limit: float, traced_limit: float) -> list[Row]:
+    """Peak RSS of each case's search against its process before the search, and the
+    search's own peak allocations (``traced_limit`` seconds: tracemalloc slows it down)."""
     rows = []
     for case in cases:
-        loaded, searched = peak(case, time_limit, search=False), peak(case, time_limit)
+        loaded, searched = peak(case, time_limit, "loaded"), peak(case, time_limit)
+        traced = peak(case, traced_limit, "traced")
         space = (f"{searched['mscs']:,} MSCs, complete" if searched["complete"] else
                  f"bounded at {searched['mscs']:,} MSCs ({time_limit:g} s)")
         rows.append(Row("verify", f"peak RSS, verify {case} ({space})",
                         searched["kib"] / 1024, "MiB", [searched["kib"] / 1024],
                         baseline="the same process, loaded, no search",
                         baseline_value=loaded["kib"] / 1024))
+        rows.append(Row("verify", f"  its search's own peak allocations (tracemalloc, "
+                        f"{traced['mscs']:,} MSCs)", traced["traced"] / 2**20, "MiB",
+                        [traced["traced"] / 2**20]))
     return rows
 
 
@@ -218,10 +239,10 @@ def profile(case: str, runs: int, time_limit: float, top: int = 25) -> str:
 
     import choreo
 
-    plan, _ = load(case)
+    plan, _, values = load(case)
     profiler = cProfile.Profile()
-    profiler.runcall(choreo.verify, plan, detectors=None, max_runs=runs, time_limit=time_limit,
-                     counterexample=None)
+    profiler.runcall(choreo.verify, plan, values=values, detectors=None, max_runs=runs,
+                     time_limit=time_limit, counterexample=None)
     out = io.StringIO()
     pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
     return out.getvalue()
@@ -232,7 +253,7 @@ def run(quick: bool = False, cases=None, repeats: int | None = None, runs: int |
         peaks=MEMORY) -> list[Row]:
     repeats = repeats or (1 if quick else 3)
     runs = runs or (50 if quick else 1_000)
-    time_limit = time_limit or (0.5 if quick else 2.0)
+    time_limit = time_limit or (0.5 if quick else 1.0)
     first_runs = first_runs or (200 if quick else 20_000)
     cases = list(cases or CASES)
     rows = []
@@ -242,7 +263,7 @@ def run(quick: bool = False, cases=None, repeats: int | None = None, runs: int |
     for case in cases:
         if case.endswith("unguarded"):
             rows.append(first(case, first_runs, 10 * time_limit, first_runs))
-    return rows + memory(peaks, 2 * time_limit)
+    return rows + memory(peaks, 2 * time_limit if quick else MEMORY_LIMIT, 2 * time_limit)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,8 +274,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, help="rounds (medians): default 3")
     parser.add_argument("--runs", type=int, help="MSCs (and runs) per call: default 1,000")
     parser.add_argument("--time-limit", type=float,
-                        help="seconds per call: default 2 (first counterexample: 10×, "
-                             "peak RSS: 2×)")
+                        help="seconds per call: default 1 (first counterexample: 10×; "
+                             f"peak RSS: {MEMORY_LIMIT:g}, its tracemalloc run: 2×)")
     parser.add_argument("--first-runs", type=int,
                         help="explore runs (and verify MSCs) to look for the first "
                              "counterexample in: default 20,000")
