@@ -1,6 +1,7 @@
 """verify: what one MSC of ``choreo.verify`` costs against one simulated run.
 
-For the flagship (``examples/code_review.py``, its default inputs) and the
+For the flagship (``examples/code_review.py``, at its default ``rounds=3`` and at
+``rounds=1``) and the
 anomaly twins (``examples/anomalies/*.py`` and ``examples/stale_publish.py``,
 ``guarded`` and ``unguarded``), all in this one process, each round times:
 
@@ -14,16 +15,17 @@ anomaly twins (``examples/anomalies/*.py`` and ``examples/stale_publish.py``,
   anomaly: both get its own detector (``published_stale``) too, in process.
 
 The target: one verified MSC costs ≤ 2× one simulated run.  A space the search
-does not finish within ``--time-limit`` CPU seconds (or ``--runs`` MSCs) is
-*bounded*: its rates are those of the MSCs it reached.  A space that finishes
+does not finish within ``--time-limit`` seconds (verify's own bound: wall clock)
+or ``--runs`` MSCs is *bounded*: its rates are those of the MSCs it reached.  A space that finishes
 in less than ``MIN_CPU`` is verified again until it has taken that long.
 
 Then, for the unguarded twins: how many MSCs ``verify`` explores to its first
 counterexample (``report.first[detector].index``) against how many runs ``cpl
 explore`` (mixed schedules, seeds from 0, up to ``--first-runs``) makes to the
-first run in which the same detector fires.  And the peak RSS of a verify over
-the largest spaces, each in a fresh process, against that process with the
-choreography loaded and no search.
+first run in which a detector fires.  And the peak RSS of a verify over the
+largest spaces (:data:`MEMORY`), each in a fresh process, against that process
+with the choreography loaded and no search; and the search's own peak Python
+allocations (tracemalloc).
 
 Medians of ``--repeats`` interleaved rounds (``--quick``: one round, small bounds).
 """
