@@ -22,6 +22,7 @@ import metadata_scale  # noqa: E402
 import metadata_size  # noqa: E402
 import ray_launcher  # noqa: E402
 import run as bench_run  # noqa: E402
+import verify as bench_verify  # noqa: E402
 import workloads as w  # noqa: E402
 
 
@@ -113,6 +114,24 @@ def test_ab_runs_each_trees_own_bench_and_prints_b_over_a(capsys):
     assert "| monitor_local | Monitor.act | events/s |" in table
     with pytest.raises(SystemExit):
         ab.main(["--a", tree, "--b", tree, "--only", "P1"])
+
+
+def test_verify_bench_prices_an_msc_against_a_run_and_finds_the_first_counterexample(
+        monkeypatch):
+    monkeypatch.setattr(bench_verify, "MIN_CPU", 0.02)  # a smoke run: no minimum to time
+    case = "lost_update unguarded"
+    rows = bench_verify.run(quick=True, cases=[case], runs=20, time_limit=0.3, first_runs=30,
+                            peaks=[case])
+    costs = [r for r in rows if r.unit == "ms"]
+    assert len(costs) == 2 and all(r.value > 0 and r.baseline_value > 0 for r in costs)
+    assert "max-runs" in costs[0].what  # 20 of its MSCs: bounded, and said so
+    (first,) = [r for r in rows if r.unit == "MSCs"]
+    assert "(lost_update, path" in first.what and first.value >= 1
+    assert "lost_update, seed" in first.baseline and first.baseline_value >= 1
+    rss, traced = [r for r in rows if r.unit == "MiB"]
+    assert rss.value >= rss.baseline_value > 0 and 0 < traced.value < rss.value
+    with pytest.raises(SystemExit):
+        bench_verify.main(["--only", "P1"])  # cases go by their names
 
 
 @pytest.mark.xdist_group("timing")  # its Ray head must not overlap the stop timings
