@@ -67,6 +67,39 @@ in 125 runs (62.5%), with 400 commits, 0 aborts, 0 retries.  Guarded, it fires
 in none, and both agents still commit in every run: 400 commits, with 275
 rejected updates (aborts: the Reporter's 200 blind first updates among them)
 and 275 retries.
+
+For every MSC (`cpl verify`; docs/cli.md and docs/anomalies.md, "Proved
+prevention"), both searches complete.  Unguarded, 94 of the 164 message
+sequence charts lose the Planner's list, the first in MSC 1 (`cpl explore`
+met one at seed 1, late delivery):
+
+    $ cpl verify examples/anomalies/lost_update.py --name unguarded --counterexample bad.jsonl; echo "exit status $?"
+    cpl verify examples/anomalies/lost_update.py --name unguarded: complete, every MSC within the bounds
+      164 MSCs in 164 runs
+      statuses: ok 164
+      decisions: accept planner?    true 164, false 0
+                 accept reporter?   true 164, false 0
+                 planner attempt?   true 164, false 164
+                 planner retry?     true 0, false 164
+                 reporter attempt?  true 164, false 164
+                 reporter retry?    true 0, false 164
+      detectors: lost_update: fired in 94 of 164 MSCs, first in MSC 1 (path 0.0.0.0.0.0.0.0.0.0)
+
+Guarded, none of its 596 does (more MSCs: a rejected update and its retry
+are events too):
+
+    $ cpl verify examples/anomalies/lost_update.py --name guarded; echo "exit status $?"
+    cpl verify examples/anomalies/lost_update.py --name guarded: complete, every MSC within the bounds
+      596 MSCs in 596 runs
+      statuses: ok 596
+      decisions: accept planner?    true 596, false 182
+                 accept reporter?   true 596, false 862
+                 planner attempt?   true 778, false 596
+                 planner retry?     true 182, false 596
+                 reporter attempt?  true 1,458, false 596
+                 reporter retry?    true 862, false 596
+      detectors: nothing fired (causal_cascade, lost_update, phantom_tool,
+                   stale_generation, tool_effect_reordering)
 """  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
 from choreo import Choreography

@@ -72,6 +72,39 @@ Over 200 runs (``cpl explore``, mixed schedules) the unguarded twin dispatches
 a removed tool in 85 runs (42.5 %), the guarded one in none, with a call
 made in all 200 runs (``commits`` 200, ``retries`` 103, ``aborts`` 0, no failed
 run).
+
+For every MSC (``cpl verify``; docs/anomalies.md, "Proved prevention"), both
+searches complete: of the 10 message sequence charts the unguarded twin can
+produce, one dispatches the removed tool -- the first in MSC 3, where ``cpl
+explore`` met one at seed 1 (late delivery) -- and none of the guarded twin's
+10 does::
+
+    $ cpl verify examples/anomalies/phantom_tool.py --name unguarded; echo "exit status $?"
+    cpl verify examples/anomalies/phantom_tool.py --name unguarded: complete, every MSC within the bounds
+      10 MSCs in 10 runs
+      statuses: ok 10
+      decisions: accept dispatch?  true 10, false 0
+                 give up?          true 0, false 10
+                 plan a call?      true 10, false 10
+      detectors: phantom_tool: fired in 1 of 10 MSCs, first in MSC 3 (path 0.0.0.1)
+                 nothing else fired (causal_cascade, lost_update, stale_generation,
+                   tool_effect_reordering)
+      work: 390 events, 130 messages, 40 decisions
+      time: 0.02 s CPU, 0.12 s wall, 1 worker
+      replay: cpl verify examples/anomalies/phantom_tool.py --name unguarded --replay 0.0.0.1 --counterexample counterexample.jsonl
+    exit status 1
+    $ cpl verify examples/anomalies/phantom_tool.py --name guarded; echo "exit status $?"
+    cpl verify examples/anomalies/phantom_tool.py --name guarded: complete, every MSC within the bounds
+      10 MSCs in 10 runs
+      statuses: ok 10
+      decisions: accept dispatch?  true 10, false 2
+                 give up?          true 0, false 10
+                 plan a call?      true 12, false 10
+      detectors: nothing fired (causal_cascade, lost_update, phantom_tool,
+                   stale_generation, tool_effect_reordering)
+      work: 436 events, 146 messages, 44 decisions
+      time: 0.02 s CPU, 0.12 s wall, 1 worker
+    exit status 0
 """  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
 from choreo import Choreography, coin
