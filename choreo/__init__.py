@@ -13,16 +13,21 @@ from cpl.lazy import face
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
     from .analysis import Projection, Report, project, show, validate
+    from .execution import coin
+    from .exploration import verify
     from .authoring import (
         Choreography, ChoreographyError, Input, Lifeline, SymbolSet, Var, Where, load, load_one,
     )
 
 __all__ = [
     "Choreography", "ChoreographyError", "Where", "load", "load_one", "Input", "Lifeline",
-    "SymbolSet", "Var", "Projection", "project", "show", "Report", "validate",
+    "SymbolSet", "Var", "Projection", "project", "show", "Report", "validate", "verify",
+    "coin",
 ]
 
 face(__name__, {
     ".authoring": "Choreography ChoreographyError Where load load_one Input Lifeline SymbolSet Var",
     ".analysis": "Projection project show Report validate",
+    ".execution": "coin",
+    ".exploration": "verify",
 })

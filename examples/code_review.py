@@ -15,7 +15,7 @@ later visible critical issue — an update still in transit does not count
     cpl run examples/code_review.py --sim --seed 7 --arg rounds=5 --trace review.json
 """
 
-from choreo import Choreography
+from choreo import Choreography, coin
 
 c = review = Choreography("code_review")
 Orchestrator, TestRunner, Security, Committer = c.lifelines(
@@ -44,20 +44,20 @@ def next_candidate(variables, rng):
 
 
 def required_checks(variables, rng):
-    return "passed" if rng.random() < 0.9 else "failed"
+    return "passed" if coin(rng, 0.9) else "failed"
 
 
 def full_suite(variables, rng):
-    return "failed" if variables["status"] == "passed" and rng.random() < 0.3 \
+    return "failed" if variables["status"] == "passed" and coin(rng, 0.3) \
         else variables["status"]
 
 
 def quick_scan(variables, rng):
-    return "cleared" if rng.random() < 0.9 else "critical"
+    return "cleared" if coin(rng, 0.9) else "critical"
 
 
 def deep_scan(variables, rng):
-    return "critical" if rng.random() < 0.2 else variables["status"]
+    return "critical" if coin(rng, 0.2) else variables["status"]
 
 
 def count_merge(variables, rng):

@@ -24,7 +24,7 @@ the review, so ``@Source.version == draft`` alone would do too; ``final`` keeps
 the guard right if the choice were moved before the review arrives.)
 """
 
-from choreo import Choreography
+from choreo import Choreography, coin
 
 FRESH = "@Source.final == true && @Source.version == draft"
 
@@ -35,7 +35,7 @@ def state_fact(variables, rng):
 
 def review_fact(variables, rng):
     """Half the time the fact needs a correction; either way the review is final."""
-    return variables["version"] + (rng.random() < 0.5), True
+    return variables["version"] + coin(rng, 0.5), True
 
 
 def write_draft(variables, rng):

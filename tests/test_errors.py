@@ -465,6 +465,7 @@ INTERNAL = {
     "FrameTooLarge": "its lifeline words it as the RunFailure that ends it",
     "Taken": "cpl run words it as a usage error naming the run that holds the folder",
     "Unlaunched": "the supervisor ends the run `not joined` or `died` with it",
+    "Blocked": "cpl verify abandons the run (its MSC was run already) and counts it",
 }
 
 

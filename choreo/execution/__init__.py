@@ -13,7 +13,7 @@ from cpl.lazy import face
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing at start-up
 if TYPE_CHECKING:  # the face's names for static tools; face() imports them on use
-    from .actions import Background, Interrupted
+    from .actions import Awaiter, Background, Interrupted
     from .coin import coin
     from .drive import Driver, complete
     from .fingerprint import fingerprint
@@ -23,21 +23,20 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     from .schedules import MIXED, RANDOM, SCHEDULES
     from .simulate import RunResult, Simulator, simulate
     from .status import (
-        DEADLOCK, DIED, EXIT_CODES, FAILED, INCOMPLETE, INTERRUPTED, LOST, NOT_JOINED, OK,
+        DEADLOCK, DIED, EXIT_CODES, FAILED, INCOMPLETE, INTERRUPTED, LIMIT, LOST, NOT_JOINED, OK,
         RunFailure, TIMEOUT, UNRESPONSIVE, VANISHED, deadlocked, run_meta, timed_out,
     )
     from .watchdog import simulate_watched
 
-__all__ = ["Background", "coin", "complete", "DEADLOCK", "deadlocked", "die_with_parent", "DIED",
-           "Driver",
-           "EXIT_CODES", "FAILED", "fingerprint", "INCOMPLETE", "INTERRUPTED", "Interrupted",
-           "Keeper", "kill_group", "LOST", "Message", "MIXED", "NOT_JOINED", "OK", "Plan",
-           "prepare", "RANDOM", "run_meta", "RunFailure", "RunResult", "SCHEDULES", "simulate",
-           "simulate_watched", "Simulator", "Sweep", "timed_out", "TIMEOUT", "Undeliverable",
-           "UNRESPONSIVE", "VANISHED"]
+__all__ = ["Awaiter", "Background", "coin", "complete", "DEADLOCK", "deadlocked",
+           "die_with_parent", "DIED", "Driver", "EXIT_CODES", "FAILED", "fingerprint",
+           "INCOMPLETE", "INTERRUPTED", "Interrupted", "Keeper", "kill_group", "LIMIT", "LOST",
+           "Message", "MIXED", "NOT_JOINED", "OK", "Plan", "prepare", "RANDOM", "run_meta",
+           "RunFailure", "RunResult", "SCHEDULES", "simulate", "simulate_watched", "Simulator",
+           "Sweep", "timed_out", "TIMEOUT", "Undeliverable", "UNRESPONSIVE", "VANISHED"]
 
 face(__name__, {
-    ".actions": "Background Interrupted",
+    ".actions": "Awaiter Background Interrupted",
     ".coin": "coin",
     ".drive": "complete Driver",
     ".fingerprint": "fingerprint",
@@ -46,7 +45,7 @@ face(__name__, {
     ".runner": "Message Undeliverable",
     ".schedules": "MIXED RANDOM SCHEDULES",
     ".simulate": "RunResult Simulator simulate",
-    ".status": ("DEADLOCK deadlocked DIED EXIT_CODES FAILED INCOMPLETE INTERRUPTED LOST NOT_JOINED "
-                "OK run_meta RunFailure timed_out TIMEOUT UNRESPONSIVE VANISHED"),
+    ".status": ("DEADLOCK deadlocked DIED EXIT_CODES FAILED INCOMPLETE INTERRUPTED LIMIT LOST "
+                "NOT_JOINED OK run_meta RunFailure timed_out TIMEOUT UNRESPONSIVE VANISHED"),
     ".watchdog": "simulate_watched",
 })

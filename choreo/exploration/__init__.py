@@ -14,12 +14,17 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     from .explore import explore_file
     from .pool import WorkerDied
     from .user_detectors import DetectorError, user_detectors
+    from .verification import Counterexample, Verification
+    from .verifier import CATALOG, verify
 
-__all__ = ['DEFAULT_TIMEOUT', 'DetectorError', 'explore_file', 'user_detectors', 'WorkerDied']
+__all__ = ['CATALOG', 'Counterexample', 'DEFAULT_TIMEOUT', 'DetectorError', 'explore_file',
+           'user_detectors', 'Verification', 'verify', 'WorkerDied']
 
 face(__name__, {
     ".detector_process": "DEFAULT_TIMEOUT",
     ".explore": "explore_file",
     ".pool": "WorkerDied",
     ".user_detectors": "DetectorError user_detectors",
+    ".verification": "Counterexample Verification",
+    ".verifier": "CATALOG verify",
 })

@@ -171,7 +171,7 @@ def _run_seeds(job: _Job, simulator: Simulator, seeds: Iterable[int]) -> _Tally:
         events = result.trace.events
         children = [0.0]  # CPU seconds of the user's detectors, in their own processes
         try:
-            fired = _detect(detectors, result.trace, f"the run of seed {seed}", children)
+            fired = detect_on(detectors, result.trace, f"the run of seed {seed}", children)
         except Exception as failure:  # noqa: BLE001 - a detector's bug: counted, not fatal
             status, error, fired = ERROR, str(failure), {}
         tally.detect += clock() - middle + children[0]
@@ -208,7 +208,7 @@ def _count_status(tally: _Tally, status: str, seed: int, schedule: str, error) -
         tally.note("statuses", status, seed, schedule, error)
 
 
-def _detect(detectors: Detectors, trace, where: str = "the trace", cpu=None) -> dict:
+def detect_on(detectors: Detectors, trace, where: str = "the trace", cpu=None) -> dict:
     """{name: fired?} for one trace (``where`` names it); the CPU seconds of the user's
     detectors, which run in a child process, are added to ``cpu[0]``."""
     if detectors is None:
@@ -216,7 +216,7 @@ def _detect(detectors: Detectors, trace, where: str = "the trace", cpu=None) -> 
     if isinstance(detectors, tuple):
         found = {}
         for some in detectors:
-            found.update(_detect(some, trace, where, cpu))
+            found.update(detect_on(some, trace, where, cpu))
         return found
     if isinstance(detectors, UserDetectors):
         results, spent = detectors.run(trace, where)

@@ -222,7 +222,10 @@ class LLMAction:
                            f"{type(exc).__name__}: {exc}") from None
 
     def _prepare(self, variables: Mapping[str, Any], rng: Any) -> tuple[Any, Messages, dict]:
-        if isinstance(rng, random.Random):
+        if getattr(rng, "enumerates", False):  # cpl verify: a free-text reply
+            seed = rng.unenumerable_bits("asks its model for free text, which cannot be "
+                                         "enumerated (give it choices= to verify it)", 31)
+        elif isinstance(rng, random.Random):
             seed = rng.getrandbits(31)
         elif rng is None or isinstance(rng, int):
             seed = rng or 0
@@ -236,12 +239,35 @@ class LLMAction:
             kwargs.update(choices=self.choices, schema=self.schema)
         return backend, self.messages(variables), kwargs
 
+    def _every_reply(self, variables: Mapping[str, Any], rng: Any) -> str | None:
+        """Under ``cpl verify`` (an rng that enumerates its draws), the reply is one of every
+        reply the action accepts, each an outcome of its own, and no model is called:
+        the choices, or a schema whose fields are all choices or bools.  None: the reply
+        is free text, and the backend answers (from a seed verify cannot enumerate)."""
+        if not getattr(rng, "enumerates", False):
+            return None
+        if self.choices is not None:
+            self.messages(variables)  # a missing variable fails as the call would
+            return rng.choice(self.choices)
+        if self.schema is not None and all(isinstance(kind, (list, tuple)) or kind is bool
+                                           for kind in self.schema.values()):
+            self.messages(variables)
+            return json.dumps({key: rng.choice(list(kind) if kind is not bool else [False, True])
+                               for key, kind in self.schema.items()})
+        return None
+
     def __call__(self, variables: Mapping[str, Any], rng: Any = None) -> Any:
+        reply = self._every_reply(variables, rng)
+        if reply is not None:
+            return self._finish(reply)
         backend, messages, kwargs = self._prepare(variables, rng)
         return self._finish(_checked(backend.complete(messages, **kwargs), backend))
 
     async def acall(self, variables: Mapping[str, Any], rng: Any = None) -> Any:
         """The same call without blocking the event loop."""
+        reply = self._every_reply(variables, rng)
+        if reply is not None:
+            return self._finish(reply)
         backend, messages, kwargs = self._prepare(variables, rng)  # draw the seed here, in order
         if hasattr(backend, "acomplete"):
             text = await backend.acomplete(messages, **kwargs)

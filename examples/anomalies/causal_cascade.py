@@ -93,7 +93,7 @@ cascades and 19 rejections at commit, 105 results kept and e-mailed (``commits``
 105, ``aborts`` 95, ``retries`` 0, no failed run).
 """  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
-from choreo import Choreography
+from choreo import Choreography, coin
 from cpl.anomalies import guards
 
 RETRACT = 0.5  # how often the Supervisor retracts the plan
@@ -150,7 +150,7 @@ commit_result.reads = ["req_val_result", "req_dep_p1"]
 
 
 def review(variables, rng):
-    return "retract" if rng.random() < RETRACT else "confirm"
+    return "retract" if coin(rng, RETRACT) else "confirm"
 
 
 review.reads = ["plan"]

@@ -74,7 +74,7 @@ made in all 200 runs (``commits`` 200, ``retries`` 103, ``aborts`` 0, no failed
 run).
 """  # noqa: E501 (the runs shown are real output, verbatim: tests compare them)
 
-from choreo import Choreography
+from choreo import Choreography, coin
 from cpl.anomalies import guards
 
 TOOLS = ("t1", "t2")
@@ -110,7 +110,7 @@ def scan(variables, rng):
 
 def choose_change(variables, rng):
     """The admin's change to t1: mostly a removal, sometimes a new signature (S5b)."""
-    return "resign" if rng.random() < 0.25 else "remove"
+    return "resign" if coin(rng, 0.25) else "remove"
 
 
 def change_t1(variables, rng):

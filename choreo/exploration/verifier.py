@@ -1,0 +1,261 @@
+"""``cpl verify``: every MSC of a choreography within the bounds, run once each.
+
+:func:`verify` searches the tree of choice points :mod:`.reduction` defines, one
+simulated run per leaf, through the same ``Runner`` code and ``Driver`` loop every
+run uses (:meth:`choreo.execution.Simulator.run` with the reduction's ``pick``).
+Each MSC's trace goes to the detectors (the catalog's and the user's, as for
+``cpl explore``), is counted and dropped; only the first counterexample is kept.
+
+An action's outcomes are a choice point: before the engine calls it, the
+verifier calls it once per sequence of outcomes its draws can take
+(:mod:`.outcomes`) on the same read-only store, and the sequences that set
+distinct values are the alternatives — an action must be a function of its
+variables and rng, as a seeded run already assumes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import time
+from inspect import isawaitable
+from types import MappingProxyType
+from typing import Callable
+
+import attrs
+
+from choreo.execution import INTERRUPTED, LIMIT, TIMEOUT, Plan, Simulator, prepare
+from .explore import DEFAULT_MAX_STEPS, Detectors, detect_on
+from .outcomes import ACTION_LIMIT, DomainTooLarge, Outcomes
+from .reduction import Blocked, NotDeterministic, Reduction, Tree
+from .verification import BOUNDS, Counterexample, Tally, Verification
+
+CATALOG = "catalog"  # detectors=CATALOG: cpl.anomalies.detect, the catalog's
+
+
+def verify(choreography, *, args=(), values: dict | None = None,
+           detectors: Detectors | str = CATALOG, max_steps: int | None = DEFAULT_MAX_STEPS,
+           max_runs: int | None = None, time_limit: float | None = None, workers: int = 1,
+           traces: str | None = None, counterexample: str | bool | None = True,
+           sample_domains: bool = False, replay: str | None = None,
+           each: Callable | None = None, source=None) -> Verification:
+    """Run every MSC of ``choreography`` (or a prepared ``Plan``) once, within the bounds.
+
+    ``max_steps`` bounds each run, ``max_runs`` the MSCs, ``time_limit`` the seconds;
+    ``traces`` is a folder that receives every MSC's trace (named by its path);
+    ``counterexample`` the file the first counterexample goes to (True: a temporary
+    file, when something fired; None: none); ``replay`` a path: that MSC alone;
+    ``each(trace)`` sees every MSC's trace.  ``workers`` > 1 splits the search
+    across processes (:mod:`.verify_pool`; ``source`` is as for :func:`explore`).
+    """
+    plan = choreography if isinstance(choreography, Plan) else prepare(choreography)
+    inputs = plan.inputs(args, values)
+    if detectors == CATALOG:
+        from cpl.anomalies import detect
+        detectors = detect
+    started = time.perf_counter()
+    search = Search(plan, inputs, detectors, max_steps, sample_domains, traces, each)
+    prefix = _parsed(replay) if replay is not None else ()
+    if workers > 1 and replay is None:
+        from .verify_pool import search_in_parallel
+        tally = search_in_parallel(search, workers, max_runs, time_limit, source)
+    else:
+        deadline = None if time_limit is None else time.monotonic() + time_limit
+        tally = search.run(Tree(prefix), 1 if replay is not None else max_runs, deadline,
+                           replay is not None)
+    return _report(plan, inputs, tally, workers, counterexample, time.perf_counter() - started)
+
+
+class Search:
+    """Runs of one plan on one set of inputs, down one subtree of choice points."""
+
+    def __init__(self, plan: Plan, inputs: dict, detectors, max_steps, sample: bool,
+                 traces: str | None, each: Callable | None):
+        self.plan, self.inputs, self.detectors = plan, inputs, detectors
+        self.max_steps, self.traces, self.each = max_steps, traces, each
+        self.rngs = {name: Outcomes(name, sample) for name in plan.lifelines}
+        self.wait = None  # an Awaiter for async actions' outcomes, made on first need
+        self.tree = Tree()
+
+    def run(self, tree: Tree, max_runs: int | None, deadline: float | None,
+            replaying: bool = False) -> Tally:
+        """Every run below ``tree``'s prefix, in order, until a bound stops it."""
+        self.tree = tree
+        tally = Tally()
+        clock = time.process_time
+        simulator = Simulator.of(self.plan)
+        if self.traces is not None:
+            os.makedirs(self.traces, exist_ok=True)
+        while True:
+            if max_runs is not None and tally.mscs >= max_runs:
+                tally.bounds["max-runs"] = f"stopped after {tally.mscs} MSCs (--max-runs)"
+                break
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                tally.bounds["time-limit"] = f"stopped after {tally.mscs} MSCs (--time-limit)"
+                break
+            start = clock()
+            tree.start()
+            tally.runs += 1
+            reduction = Reduction(tree, self._act)
+            try:
+                result = simulator.run(values=self.inputs, max_steps=self.max_steps,
+                                       timeout=remaining, pick=reduction.pick,
+                                       rngs=self.rngs.__getitem__)
+            except Blocked:
+                tally.blocked += 1
+                tally.cpu += clock() - start
+            else:
+                if result.status == INTERRUPTED:
+                    raise KeyboardInterrupt
+                if result.status == TIMEOUT:
+                    tally.runs -= 1
+                    tally.bounds["time-limit"] = (f"stopped after {tally.mscs} MSCs "
+                                                  f"(--time-limit)")
+                    break
+                if replaying and not tree.replayed():
+                    raise NotDeterministic(f"no MSC at path {_shown(tree)}: its runs end "
+                                           f"after {tree.depth} choices")
+                children = [0.0]
+                self._count(tally, result, tree.path(), children)
+                tally.cpu += clock() - start + children[0]
+            if not tree.advance():
+                break
+        for rng in self.rngs.values():
+            for why in rng.unenumerable:
+                tally.bounds.setdefault("not enumerable", why)
+            for why in rng.sampled:
+                tally.bounds.setdefault("sampled", why)
+        return tally
+
+    def _count(self, tally: Tally, result, path: str, cpu: list) -> None:
+        trace = attrs.evolve(result.trace, meta={**result.trace.meta, "schedule": "verify",
+                                                  "path": path})
+        if result.status == LIMIT:
+            tally.bounds.setdefault("max-steps", f"runs reached --max-steps "
+                                                 f"{self.max_steps} (the first at path {path})")
+        fired = detect_on(self.detectors, trace, f"the MSC at path {path}", cpu)
+        tally.count_trace(trace, result.status, result.error, path, fired)
+        if self.each is not None:
+            self.each(trace)
+        if self.traces is not None:
+            from cpl.trace import dump_trace
+            dump_trace(trace, os.path.join(self.traces, f"msc-{path or 'root'}.jsonl"))
+
+    def _act(self, option) -> None:
+        """The action ``option`` is at is about to be called: its distinct outcomes are a
+        choice point, and its rng is scripted to take the one this run takes."""
+        runner, thread, _ = option
+        s = thread.want[1]
+        rng = runner.rng
+        call = f"{runner.name}.{runner.taken + 1}"
+        scripts = self._outcomes(s, runner.store, rng, call)
+        chosen = 0 if len(scripts) == 1 else self.tree.decide(
+            len(scripts), lambda: f"the outcome of action {s.label!r} on {runner.name}")
+        rng.begin(s.label, call, scripts[chosen])
+
+    def _outcomes(self, s, store: dict, rng: Outcomes, call: str) -> list[tuple]:
+        """One script of draws per distinct value the action can give, in draw order."""
+        rng.begin(s.label, call)
+        first = self._call(s, store, rng)
+        if not rng.domains:  # no draw, one outcome: most actions
+            return [()]
+        found: dict = {_key(first): (0,) * len(rng.domains)}
+        script: list[int] = [0] * len(rng.domains)
+        calls = 1
+        while True:
+            taken = script + [0] * (len(rng.domains) - len(script))
+            while taken and taken[-1] + 1 >= rng.domains[len(taken) - 1]:
+                taken.pop()
+            if not taken:
+                return list(found.values())
+            if calls >= ACTION_LIMIT:
+                rng._over_the_limit(f"has more than {ACTION_LIMIT} sequences of outcomes",
+                                    ACTION_LIMIT)
+                return list(found.values())
+            taken[-1] += 1
+            script = taken
+            rng.begin(s.label, call, tuple(script))
+            found.setdefault(_key(self._call(s, store, rng)), tuple(script) + (0,) * (
+                len(rng.domains) - len(script)))
+            calls += 1
+
+    def _call(self, s, store: dict, rng: Outcomes):
+        """What one call gives (a failure as its own kind of value: the real call fails)."""
+        try:
+            value = s.fn(MappingProxyType(store), rng)
+            if isawaitable(value):
+                value = self._await(value)
+        except (Exception, SystemExit) as error:  # noqa: BLE001 - the real call fails alike
+            if isinstance(error, (NotDeterministic, DomainTooLarge)):
+                raise
+            return _Raised(f"{type(error).__name__}: {error}")
+        return value
+
+    def _await(self, awaitable):
+        if self.wait is None:
+            from choreo.execution import Awaiter
+            self.wait = Awaiter()
+        return self.wait(awaitable, None)
+
+
+class _Raised(str):
+    """An action's failure, told apart from any value it returns."""
+
+
+def _key(value) -> str:
+    """A value as a key: equal values set equal variables."""
+    if isinstance(value, _Raised):
+        return "raised " + value
+    try:
+        return json.dumps(value, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _parsed(path: str) -> tuple[int, ...]:
+    parts = path.split(".") if path else []
+    if not all(part.isdigit() and len(part) < 10 for part in parts) or len(parts) > 100_000:
+        raise NotDeterministic(f"--replay {path!r}: give a path as the report prints it "
+                               f"(numbers joined by dots, e.g. 0.2.1)")
+    return tuple(int(part) for part in parts)
+
+
+def _shown(tree: Tree) -> str:
+    return ".".join(str(node[0]) for node in tree.nodes) or "(empty)"
+
+
+def _report(plan: Plan, inputs: dict, tally: Tally, workers: int, counterexample,
+            wall: float) -> Verification:
+    bound = next((b for b in BOUNDS if b in tally.bounds), None)
+    written = None
+    if tally.example is not None and counterexample:
+        written = counterexample if isinstance(counterexample, str) else _temporary()
+        from cpl.trace import dump_trace
+        dump_trace(tally.example[1], written)
+    first = {name: Counterexample(name, path, index)
+             for name, (_, path, index) in sorted(tally.first.items())}
+    replay = None
+    if first:
+        earliest = min(first.values(), key=lambda c: c.index)
+        replay = f"--replay {earliest.path}"
+    statuses = dict(sorted(tally.statuses.items(), key=lambda item: (item[0] != "ok", item[0])))
+    return Verification(
+        name=plan.name, inputs=inputs, complete=bound is None, bound=bound,
+        why=None if bound is None else tally.bounds[bound], mscs=tally.mscs, runs=tally.runs,
+        blocked=tally.blocked, statuses=statuses,
+        decisions={label: {"true": t, "false": f}
+                   for label, (t, f) in sorted(tally.decisions.items())},
+        detectors=dict(sorted(tally.detectors.items())), first=first,
+        failures={status: [path, error] for status, (_, path, error)
+                  in sorted(tally.failures.items())},
+        work=dict(tally.work), seconds={"cpu": round(tally.cpu, 4), "wall": round(wall, 4)},
+        workers=workers, counterexample=written, replay=replay)
+
+
+def _temporary() -> str:
+    handle, path = tempfile.mkstemp(prefix="cpl-verify-", suffix=".jsonl")
+    os.close(handle)
+    return path
+
