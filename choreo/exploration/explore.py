@@ -208,6 +208,14 @@ def _count_status(tally: _Tally, status: str, seed: int, schedule: str, error) -
         tally.note("statuses", status, seed, schedule, error)
 
 
+def fired(findings) -> bool:
+    """Whether a detector's findings say it fired: a generator (``yield event``) fired when
+    it yields anything, which ``bool`` of the generator itself would not tell."""
+    if isinstance(findings, Iterator):
+        return any(True for _ in findings)
+    return bool(findings)
+
+
 def detect_on(detectors: Detectors, trace, where: str = "the trace", cpu=None) -> dict:
     """{name: fired?} for one trace (``where`` names it); the CPU seconds of the user's
     detectors, which run in a child process, are added to ``cpu[0]``."""
@@ -230,7 +238,7 @@ def detect_on(detectors: Detectors, trace, where: str = "the trace", cpu=None) -
         found = {}
         for name, detector in detectors.items():
             try:
-                found[name] = bool(detector(trace))
+                found[name] = fired(detector(trace))
             except DetectorFailed:  # a user's detector: its message names it already
                 raise
             except Exception as error:  # noqa: BLE001 - named, then counted by the caller

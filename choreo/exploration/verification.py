@@ -80,12 +80,12 @@ class Verification:
 
     def __repr__(self) -> str:
         """What a failed ``assert report.complete and not report.fired`` shows."""
-        said = [f"{'complete' if self.complete else 'bounded'}: {self.mscs} MSCs of "
+        said = [f"{'complete' if self.complete else 'bounded'}: {_msc(self.mscs)} of "
                 f"{self.name!r}"]
         if self.why:
             said.append(self.why)
         for name, count in self.fired.items():
-            said.append(f"{name} fired in {count} MSCs, first in MSC {self.first[name].index} "
+            said.append(f"{name} fired in {_msc(count)}, first in MSC {self.first[name].index} "
                         f"(path {self.first[name].path})")
         for status, (path, error) in self.failures.items():
             said.append(f"{status} at path {path}: {error}")
@@ -157,6 +157,10 @@ class Tally:
         for bound, why in later.bounds.items():
             self.bounds.setdefault(bound, why)
         self.cpu += later.cpu
+
+
+def _msc(count: int) -> str:
+    return f"{count} MSC" if count == 1 else f"{count} MSCs"
 
 
 def path_key(path: str) -> tuple:

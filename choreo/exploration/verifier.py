@@ -26,7 +26,7 @@ from typing import Callable
 import attrs
 
 from choreo.execution import INTERRUPTED, LIMIT, TIMEOUT, Plan, Simulator, prepare
-from .explore import DEFAULT_MAX_STEPS, Detectors, detect_on
+from .explore import DEFAULT_MAX_STEPS, ERROR, Detectors, detect_on
 from .outcomes import ACTION_LIMIT, DomainTooLarge, Outcomes
 from .reduction import Blocked, NotDeterministic, Reduction, Tree
 from .verification import BOUNDS, Counterexample, Tally, Verification
@@ -135,8 +135,12 @@ class Search:
         if result.status == LIMIT:
             tally.bounds.setdefault("max-steps", f"runs reached --max-steps "
                                                  f"{self.max_steps} (the first at path {path})")
-        fired = detect_on(self.detectors, trace, f"the MSC at path {path}", cpu)
-        tally.count_trace(trace, result.status, result.error, path, fired)
+        status, error = result.status, result.error
+        try:
+            fired = detect_on(self.detectors, trace, f"the MSC at path {path}", cpu)
+        except Exception as failure:  # noqa: BLE001 - a detector's bug: counted, as explore does
+            status, error, fired = ERROR, str(failure), {}
+        tally.count_trace(trace, status, error, path, fired)
         if self.each is not None:
             self.each(trace)
         if self.traces is not None:

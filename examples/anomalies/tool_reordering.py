@@ -24,8 +24,8 @@ inside ``with c.atomic(World):`` together with the apply it protects:
   local order *is* the commit order.  Effect k is applied only if effect k-1
   was applied here before (``O(applied_op == "deploy" && applied_idx ==
   k-1)``); an early effect is turned away and its tool tries again, up to 8
-  times (the loop guard ``!(done == true) && tries < 8`` is the same in both
-  twins).  A tool that runs out of tries gives up (``aborts``): the pipeline
+  times (``--arg max_tries=N``; the loop guard ``!(done == true) && tries <
+  max_tries`` is the same in both twins).  A tool that runs out of tries gives up (``aborts``): the pipeline
   stops short, it never runs out of order.
 * ``unguarded``: ``req_op == "deploy"`` -- any effect of the batch, in the
   order it arrives.  (A literal ``true`` would make the else-branch dead code,
@@ -76,13 +76,13 @@ from cpl.anomalies import guards
 
 OP = "deploy"
 STEPS = ("create_database", "run_migrations", "enable_live_traffic")
-TRIES = 8
+TRIES = 8  # the default of input max_tries
 
 # The World's accept guard.  Unguarded: any effect of the pipeline, in the order it
 # arrives (a literal `true` would make the else-branch dead code, which validation
 # rejects).  Guarded: G6_sink, effect k only once effect k-1 was applied here.
 ACCEPT = {False: f'req_op == "{OP}"', True: guards.g6_sink(OP, len(STEPS)).text}
-RETRY = f"!(done == true) && tries < {TRIES}"
+RETRY = "!(done == true) && tries < max_tries"
 
 
 def plan(variables, rng):
@@ -127,6 +127,7 @@ def build(name: str, guarded: bool) -> Choreography:
     op = c.var("op", str, init={tool: OP for tool in tools})
     idx = c.var("idx", int, init={tool: k for k, tool in enumerate(tools, start=1)})
     tries = c.var("tries", int, init={tool: 0 for tool in tools})
+    c.input("max_tries", int, default=TRIES, at=tools)
     done = c.var("done", bool, init={tool: False for tool in tools})
     aborts = c.var("aborts", int, init={tool: 0 for tool in tools})
 
