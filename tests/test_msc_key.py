@@ -16,14 +16,14 @@ def _with(trace: Trace, index: int, **changes) -> Trace:
     return Trace(trace.lifelines, trace.init, events, trace.vars, trace.symbols)
 
 
-@settings(max_examples=150, deadline=None)
-@given(mscs(max_events=30), st.integers(0, 2 ** 32))
+@settings(max_examples=60, deadline=None)
+@given(mscs(max_events=20), st.integers(0, 2 ** 32))
 def test_every_linearisation_of_an_msc_has_its_key(trace, seed):
     assert msc_key(relinearise(trace, seed)) == msc_key(trace)
 
 
-@settings(max_examples=150, deadline=None)
-@given(mscs(max_events=30), st.integers(0, 2 ** 32))
+@settings(max_examples=60, deadline=None)
+@given(mscs(max_events=20), st.integers(0, 2 ** 32))
 def test_ids_clocks_times_and_message_names_take_no_part(trace, seed):
     """Renamed events and messages (sends renumbered as a run would: ``SENDER:k``), clocks
     and times added: the same MSC."""
@@ -42,8 +42,8 @@ def _receives(trace: Trace) -> list[int]:
     return [i for i, e in enumerate(trace.events) if e.kind == "recv"]
 
 
-@settings(max_examples=150, deadline=None)
-@given(mscs(max_events=30), st.data())
+@settings(max_examples=60, deadline=None)
+@given(mscs(max_events=20), st.data())
 def test_a_changed_value_outcome_label_or_receiver_is_another_msc(trace, data):
     assume(trace.events)  # an empty MSC has nothing to change
     index = data.draw(st.integers(0, len(trace.events) - 1))
@@ -83,8 +83,8 @@ def test_which_send_a_receive_takes_makes_the_msc():
                                        msc_key(received("A:2", "A:1"))}
 
 
-@settings(max_examples=100, deadline=None)
-@given(mscs(max_events=30), st.data())
+@settings(max_examples=60, deadline=None)
+@given(mscs(max_events=20), st.data())
 def test_swapping_two_receives_of_one_lifeline_is_another_msc(trace, data):
     """A receive taking another pending send (matching changed, local order kept)."""
     pairs = [(i, j) for i in _receives(trace) for j in _receives(trace)

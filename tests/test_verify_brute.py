@@ -29,7 +29,7 @@ from cpl.trace import msc_key
 from verify_choreographies import choreographies
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-PLAIN_RUNS = 300  # past this many interleavings, a random choreography's oracle is the memo's
+PLAIN_RUNS = 300  # past this many interleavings, a random choreography's oracle is the normal form
 
 
 def verified(choreography, args=()) -> tuple:
@@ -50,12 +50,12 @@ def assert_every_msc_once(report, keys: list, expected: frozenset) -> None:
 
 
 def _oracle(choreography):
-    """Every interleaving when there are few; else the memoised search (checked against
+    """Every interleaving when there are few; else the normal-form search (checked against
     every interleaving by the test below)."""
     try:
         return every_run(choreography, max_runs=PLAIN_RUNS)
     except AssertionError:
-        return every_run(choreography, memo=True)
+        return every_run(choreography, normal=True)
 
 
 # ------------------------------------------------------------ random choreographies
@@ -72,7 +72,7 @@ def test_verify_runs_every_msc_of_a_random_choreography_once(drawn):
     assert_every_msc_once(report, keys, _oracle(choreography).keys)
 
 
-@settings(RANDOM, max_examples=60)
+@settings(RANDOM, max_examples=40)
 @given(choreographies())
 def test_the_faster_searches_find_what_every_interleaving_finds(drawn):
     """The memoised and normal-form searches, which the bigger spaces rely on, against
@@ -117,11 +117,12 @@ EXAMPLES = [
     # 596 MSCs, but ~22,000 runs of the normal-form search (a minute): the guarded
     # twin's space is checked by verify's own tests and the seeded runs below
     # ("examples/anomalies/lost_update.py", "guarded", ()),
-    # max_tries=0: 540 MSCs (the default, 8 tries, has more than 8,000 per try added)
-    ("examples/anomalies/tool_reordering.py", "unguarded", ("max_tries=0",)),
+    # max_tries=0: 540 MSCs (max_tries=1 has more than 8,000, the default 8 far more); no
+    # effect is sent, so the twins differ in nothing there: one of them
     ("examples/anomalies/tool_reordering.py", "guarded", ("max_tries=0",)),
     # rounds=1 has 26,244 MSCs; rounds=0 its review never runs a round
     ("examples/code_review.py", "code_review", ("rounds=0",)),
+    # stale_generation (both twins): more than 9,000 MSCs, and no input makes it smaller
 ]
 # Not enumerable: its model action answers free text (verify says so, below).
 NOT_ENUMERABLE = [("examples/parallel_tools.py", "parallel_tools", ())]
@@ -154,7 +155,12 @@ def test_what_brute_force_cannot_enumerate_verify_calls_not_complete(path, name,
 SEEDED_RUNS = int(os.environ.get("CPL_SEEDED_RUNS", "300"))
 
 
-@pytest.mark.parametrize("path,name,args", EXAMPLES, ids=lambda v: str(v))
+# Where verify is complete (not stale_generation's twins: see EXAMPLES).
+SEEDED = EXAMPLES + [("examples/anomalies/lost_update.py", "guarded", ()),
+                     ("examples/anomalies/tool_reordering.py", "unguarded", ("max_tries=0",))]
+
+
+@pytest.mark.parametrize("path,name,args", SEEDED, ids=lambda v: str(v))
 def test_every_msc_a_seeded_run_finds_is_among_verifys(path, name, args):
     choreography = _load(path, name)
     report, keys = verified(choreography, args)
