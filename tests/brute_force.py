@@ -9,8 +9,8 @@ rng draws among ``n > 1`` outcomes (``_randbelow``: ``choice``, ``randint``,
 takes the script's next choice, or the first alternative past the script's end,
 and notes how many there were.  The next script is the last choice that has an
 alternative left, advanced.  So every global interleaving and every enumerable
-outcome is run exactly once; ``random()`` and ``getrandbits`` are not
-enumerable and stop the search (:class:`NotEnumerable`).
+outcome is run exactly once; ``random()``, ``getrandbits`` and an LLM action's free
+text are not enumerable and stop the search (:class:`NotEnumerable`).
 
 ``memo=True`` is for examples too big for that: a run is cut at a step where the
 MSC of its events so far was reached before.  Sound because a lifeline's state
@@ -82,6 +82,8 @@ class _Script:
 class EnumeratedRng(random.Random):
     """An action's rng whose every draw is a branch of the search."""
 
+    enumerates = True  # an LLM action with choices draws its reply with choice()
+
     def __init__(self, script: _Script):
         super().__init__(0)
         self.script = script
@@ -102,6 +104,11 @@ class EnumeratedRng(random.Random):
     def getrandbits(self, k: int) -> int:
         self.script.drew_float = True
         raise NotEnumerable("getrandbits() has no finite domain")
+
+    def unenumerable_bits(self, why: str, k: int) -> int:
+        """An LLM action asked for free text: no finite set of replies."""
+        self.script.drew_float = True
+        raise NotEnumerable(why)
 
 
 @attrs.frozen
@@ -153,9 +160,8 @@ def every_run(choreography, *, args=(), values=None, memo: bool = False, normal:
         except _Cut:
             cut += 1
         else:
-            if script.drew_float:
-                raise NotEnumerable(f"an action of {result.trace.meta} drew from random() or "
-                                    "getrandbits(): not enumerable")
+            if script.drew_float:  # the action failed with it: the run says which
+                raise NotEnumerable(f"not enumerable: {result.error}")
             runs += 1
             statuses[result.status] = statuses.get(result.status, 0) + 1
             keys.add(msc_key(result.trace))

@@ -58,6 +58,28 @@ def _oracle(choreography):
         return every_run(choreography, normal=True)
 
 
+# ------------------------------------------------------------ the oracle itself
+
+
+def test_the_brute_force_finds_a_hand_counted_space():
+    """A's two threads send in either order, B's two threads take them in either order,
+    and A draws one of three values first: 2 x 2 x 3 MSCs, by every search."""
+    c = choreo.Choreography("counted")
+    a, b = c.lifelines("A", "B")
+    x = c.var("x", int, init=0)
+    c.act(a, lambda variables, rng: rng.randint(0, 2), assigns=[x], label="draw")
+    with c.parallel():
+        with c.thread():
+            c.send(a, b, x, label="first")
+        with c.thread():
+            c.send(a, b, label="second")
+    for search in ({}, {"memo": True}, {"normal": True}):
+        runs = every_run(c, **search)
+        assert len(runs.keys) == 12 and runs.statuses == {"ok": runs.runs}, search
+    assert every_run(c).runs == 3 * 6  # every interleaving: 6 of the 4 events, per value
+    assert every_run(choreo.load_one(os.path.join(ROOT, "examples/relay.py"))).runs == 56
+
+
 # ------------------------------------------------------------ random choreographies
 
 RANDOM = settings(max_examples=200, deadline=None, derandomize=True, database=None,
