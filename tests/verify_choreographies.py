@@ -23,7 +23,7 @@ from choreo import Choreography, coin
 from choreo.analysis import validate
 
 NAMES = ("A", "B", "C", "D")
-MOST_STATEMENTS = 9  # of size(): a run's events are about twice as many
+MOST_STATEMENTS = 10  # of size(): a run's events are about twice as many
 GUARDS = ("@{other}.x == 1", "x >= 1", "flag", "@{other}.flag", 's == "a"', "@{other}.x > x")
 
 
@@ -69,6 +69,7 @@ class Act:
 @attrs.frozen
 class If:
     owner: int
+    other: int  # tells the owner first (a signal): what the guard reads of it is visible
     guard: str  # of GUARDS, {other} filled
     then: tuple
     otherwise: tuple | None
@@ -103,13 +104,14 @@ def _statements(count: int, depth: int):
     sends = st.tuples(st.tuples(lifeline, st.integers(1, count - 1)), st.booleans()).map(send)
     overtaking = sends.map(lambda s: (s, s))  # the same send twice: the two may overtake
     acts = st.builds(Act, lifeline, st.sampled_from(sorted(ACTIONS)))
-    simple = st.one_of(sends, sends, acts, acts, overtaking)
+    simple = st.one_of(sends, acts, acts, overtaking)
     if depth == 0:
         return simple
 
     def guarded(owner_other_guard):
         owner, offset, guard = owner_other_guard
-        return owner, GUARDS[guard].format(other=NAMES[(owner + offset) % count])
+        other = (owner + offset) % count
+        return owner, other, GUARDS[guard].format(other=NAMES[other])
 
     block = st.lists(_statements(count, depth - 1), min_size=1, max_size=2).map(_flat)
     ifs = st.builds(lambda og, then, otherwise: If(*og, then, otherwise),
@@ -119,7 +121,7 @@ def _statements(count: int, depth: int):
     whiles = st.builds(While, lifeline, st.integers(1, 2),
                        st.lists(_statements(count, 0), min_size=1, max_size=1).map(_flat))
     parallels = st.builds(Parallel, st.tuples(block, block))
-    return st.one_of(simple, simple, ifs, whiles, parallels)
+    return st.one_of(simple, ifs, ifs, whiles, parallels)
 
 
 def _flat(statements) -> tuple:
@@ -133,7 +135,7 @@ def _flat(statements) -> tuple:
 @st.composite
 def programs(draw) -> Program:
     count = draw(st.integers(2, 4))
-    body = draw(st.lists(_statements(count, 1), min_size=1, max_size=3).map(_flat))
+    body = draw(st.lists(_statements(count, 1), min_size=2, max_size=4).map(_flat))
     while len(body) > 1 and size(body) > MOST_STATEMENTS:  # small: the last ones go
         body = body[:-1]
     return Program(count, body)
@@ -146,7 +148,7 @@ def size(node) -> int:
     if isinstance(node, Program):
         return size(node.body)
     if isinstance(node, If):
-        return 2 + size(node.then) + size(node.otherwise or ())
+        return 4 + size(node.then) + size(node.otherwise or ())
     if isinstance(node, While):
         return node.rounds * (2 + size(node.body)) + 1
     if isinstance(node, Parallel):
@@ -178,6 +180,7 @@ def build(program: Program) -> Choreography:
                 c.act(lifelines[node.lifeline], fn, assigns=[target],
                       reads=["x"] if node.action == "increment" else [], label=f"a{n}")
             elif isinstance(node, If):
+                c.send(lifelines[node.other], lifelines[node.owner], label=f"t{n}")
                 with c.if_(node.guard, at=lifelines[node.owner], label=f"c{n}"):
                     block(node.then)
                 if node.otherwise is not None:
