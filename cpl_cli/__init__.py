@@ -2,7 +2,8 @@
 
 One module per command group (``check``, ``choreography`` for validate and
 show, ``evaluate``, ``run`` with ``lifeline``, ``merge``, ``view`` for
-render and explain, ``explore``, ``export``); the options they share are built by ``arguments``.
+render and explain, ``explore``, ``verify``, ``detect``, ``export``); the options
+they share are built by ``arguments``.
 It lives in ``runtime`` because that package may import all three layers.
 Building the parser stays import-light: an invocation imports the module of its
 command's group only (all of them for ``cpl --help``), and a command loads what it
@@ -37,6 +38,7 @@ _GROUPS = ((".check", "add_check_command", ("check",)),
            (".merge", "add_merge_command", ("merge",)),
            (".view", "add_view_commands", ("render", "explain")),
            (".explore", "add_explore_command", ("explore",)),
+           (".verify", "add_verify_command", ("verify",)),
            (".detect", "add_detect_command", ("detect",)),
            (".export", "add_export_command", ("export",)))
 

@@ -42,6 +42,17 @@ def yours(specs, taken, timeout: float):
     return user_detectors(specs, taken, timeout)  # a DetectorError is a usage error
 
 
+def detectors_of(args):
+    """The detectors ``--no-detectors``, ``--detect`` and ``--detector-timeout`` ask for, in
+    ``explore``'s ``detectors=`` form (None: none), for ``cpl explore`` and ``cpl verify``."""
+    detectors = None if args.no_detectors else _detectors()
+    if args.detect:
+        from cpl.anomalies import DETECTORS
+        own = yours(args.detect, () if detectors is None else DETECTORS, args.detector_timeout)
+        detectors = own if detectors is None else (detectors, own)
+    return detectors
+
+
 class _Progress:
     """``explored 340/1,000 runs`` on one line of standard error, at most ten times a second."""
 
@@ -73,11 +84,7 @@ def cmd_explore(args) -> int:
         raise UsageError(f"--workers must be at least 1, not {args.workers}")
     if args.max_steps is not None and args.max_steps < 1:
         raise UsageError(f"--max-steps must be at least 1, not {args.max_steps}")
-    detectors = None if args.no_detectors else _detectors()
-    if args.detect:
-        from cpl.anomalies import DETECTORS
-        own = yours(args.detect, () if detectors is None else DETECTORS, args.detector_timeout)
-        detectors = own if detectors is None else (detectors, own)
+    detectors = detectors_of(args)
     progress = _Progress(sys.stderr) if sys.stderr.isatty() else None
     counters = tuple(dict.fromkeys((*COUNTERS, *args.counter)))
     try:  # a worker killed from outside, out of memory: WorkerDied, exit 1, no traceback

@@ -6,12 +6,12 @@ Each document is read as a script: its blocks run in order, one test per block
 run the ``approval.py`` docs/choreographies.md shows).  A block of commands
 (lines starting with ``$ ``) is run command by command, and what each prints
 (stdout and stderr, as a terminal shows them) must be the text under it; a
-``simulator:`` line (CPU times) is compared up to its first ':', and a JSON
-``"seconds"`` object not at all.  A ``python`` block is a complete program, run
-with a time limit, that must exit 0.  A ``json`` block must parse (as one value,
-or as JSON lines).  Other blocks (a command's synopsis, a sample of output,
-YAML) are text and not run.  An HTML comment on the line before a block changes
-that:
+``simulator:`` line (CPU times; ``cpl verify``'s ``  time:``) is compared up to
+its first ':', and a JSON ``"seconds"`` object not at all.  A ``python`` block
+is a complete program, run with a time limit, that must exit 0.  A ``json``
+block must parse (as one value, or as JSON lines).  Other blocks (a command's
+synopsis, a sample of output, YAML) are text and not run.  An HTML comment on
+the line before a block changes that:
 
     <!-- readme: file NAME -->       the block is the file NAME of the scratch folder (used by
                                      later commands or continuations; python is compiled,
@@ -125,7 +125,8 @@ def _shown(line: str, shape: bool) -> str:
     """What of a printed line is compared: measured times (a ``simulator:`` line, a JSON
     ``"seconds"`` object) differ run to run."""
     line = SECONDS.sub('"seconds": {}', line.rstrip())
-    return line.split(":")[0] if shape or line.startswith("simulator:") else line
+    timed = line.startswith("simulator:") or line.startswith("  time:")  # explore's, verify's
+    return line.split(":")[0] if shape or timed else line
 
 
 def _imports_only(source: str) -> str:

@@ -63,7 +63,7 @@ class Outcomes(random.Random):
         return self.script[at] if at < len(self.script) else 0
 
     def coin(self, p: float) -> bool:
-        """:func:`choreo.execution.coin`: both outcomes when ``0 < p < 1``, False first."""
+        """:func:`choreo.coin`: both outcomes when ``0 < p < 1``, False first."""
         if p <= 0:
             return False
         if p >= 1:

@@ -80,19 +80,19 @@ class Verification:
 
     def __repr__(self) -> str:
         """What a failed ``assert report.complete and not report.fired`` shows."""
-        said = [f"{'complete' if self.complete else 'bounded'}: {_msc(self.mscs)} of "
+        parts = [f"{'complete' if self.complete else 'bounded'}: {said(self.mscs)} of "
                 f"{self.name!r}"]
         if self.why:
-            said.append(self.why)
+            parts.append(self.why)
         for name, count in self.fired.items():
-            said.append(f"{name} fired in {_msc(count)}, first in MSC {self.first[name].index} "
+            parts.append(f"{name} fired in {said(count)}, first in MSC {self.first[name].index} "
                         f"(path {self.first[name].path})")
         for status, (path, error) in self.failures.items():
-            said.append(f"{status} at path {path}: {error}")
+            parts.append(f"{status} at path {path}: {error}")
         if self.counterexample:
-            said.append(f"counterexample: {self.counterexample}; draw it: cpl render "
+            parts.append(f"counterexample: {self.counterexample}; draw it: cpl render "
                         f"{self.counterexample} -o counterexample.svg")
-        return "Verification(" + "; ".join(said) + ")"
+        return "Verification(" + "; ".join(parts) + ")"
 
 
 class Tally:
@@ -159,7 +159,8 @@ class Tally:
         self.cpu += later.cpu
 
 
-def _msc(count: int) -> str:
+def said(count: int) -> str:
+    """A number of MSCs, in words."""
     return f"{count} MSC" if count == 1 else f"{count} MSCs"
 
 

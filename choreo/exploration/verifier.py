@@ -29,7 +29,7 @@ from choreo.execution import INTERRUPTED, LIMIT, TIMEOUT, Plan, Simulator, prepa
 from .explore import DEFAULT_MAX_STEPS, ERROR, Detectors, detect_on
 from .outcomes import ACTION_LIMIT, DomainTooLarge, Outcomes
 from .reduction import Blocked, NotDeterministic, Reduction, Tree
-from .verification import BOUNDS, Counterexample, Tally, Verification
+from .verification import BOUNDS, Counterexample, said, Tally, Verification
 
 CATALOG = "catalog"  # detectors=CATALOG: cpl.anomalies.detect, the catalog's
 
@@ -62,8 +62,12 @@ def verify(choreography, *, args=(), values: dict | None = None,
         tally = search_in_parallel(search, workers, max_runs, time_limit, source)
     else:
         deadline = None if time_limit is None else time.monotonic() + time_limit
-        tally = search.run(Tree(prefix), 1 if replay is not None else max_runs, deadline,
-                           replay is not None)
+        try:
+            tally = search.run(Tree(prefix), max_runs, deadline, replay is not None)
+        except NotDeterministic as error:
+            if replay is None:
+                raise
+            raise NotDeterministic(f"--replay {replay}: {error}") from None
     return _report(plan, inputs, tally, workers, counterexample, time.perf_counter() - started)
 
 
@@ -89,11 +93,11 @@ class Search:
             os.makedirs(self.traces, exist_ok=True)
         while True:
             if max_runs is not None and tally.mscs >= max_runs:
-                tally.bounds["max-runs"] = f"stopped after {tally.mscs} MSCs (--max-runs)"
+                tally.bounds["max-runs"] = f"stopped after {said(tally.mscs)} (--max-runs)"
                 break
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
-                tally.bounds["time-limit"] = f"stopped after {tally.mscs} MSCs (--time-limit)"
+                tally.bounds["time-limit"] = f"stopped after {said(tally.mscs)} (--time-limit)"
                 break
             start = clock()
             tree.start()
@@ -104,6 +108,9 @@ class Search:
                                        timeout=remaining, pick=reduction.pick,
                                        rngs=self.rngs.__getitem__)
             except Blocked:
+                if replaying:
+                    raise NotDeterministic(f"no MSC at path {_shown(tree)}: its run repeats "
+                                           f"an earlier MSC, and the search abandons it") from None
                 tally.blocked += 1
                 tally.cpu += clock() - start
             else:
@@ -111,16 +118,17 @@ class Search:
                     raise KeyboardInterrupt
                 if result.status == TIMEOUT:
                     tally.runs -= 1
-                    tally.bounds["time-limit"] = (f"stopped after {tally.mscs} MSCs "
+                    tally.bounds["time-limit"] = (f"stopped after {said(tally.mscs)} "
                                                   f"(--time-limit)")
                     break
                 if replaying and not tree.replayed():
                     raise NotDeterministic(f"no MSC at path {_shown(tree)}: its runs end "
-                                           f"after {tree.depth} choices")
+                                           f"after {tree.depth} choice"
+                                           f"{'' if tree.depth == 1 else 's'}")
                 children = [0.0]
                 self._count(tally, result, tree.path(), children)
                 tally.cpu += clock() - start + children[0]
-            if not tree.advance():
+            if replaying or not tree.advance():  # a replay: the first MSC below its path
                 break
         for rng in self.rngs.values():
             for why in rng.unenumerable:
