@@ -4,7 +4,8 @@
 :func:`open_trace` read any form (JSON, msgpack, ``.jsonl`` streamed) and
 check it, and refuse more than ``MOST_LIFELINES`` lifelines
 (:func:`lifelines_within_cap`); :class:`TraceWriter` is the only writer;
-:class:`Clocks` stamps vector clocks on recorded events; :func:`unwritable`
+:class:`Clocks` stamps vector clocks on recorded events; :func:`msc_key` says when
+two traces are the same MSC; :func:`unwritable`
 says why a file could not be created; :func:`unfinished` words a trace whose
 run never ended while its lifelines' logs (:func:`parts_of`, :func:`left_in`)
 are still there, :func:`holder` names the live run whose parts they are
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # the face's names for static tools; face() imports them on u
     from .logtail import LogTail, read_log
     from .merge import Merging
     from .merge import merge as merge_logs
-    from .msc import KINDS, Event, Trace
+    from .msc import KINDS, Event, Trace, msc_key
     from .paths import unwritable
     from .recovery import left_in, parts_of, stream_end, unfinished
     from .writer import SUFFIXES, Recording, TraceWriter
@@ -43,7 +44,7 @@ __all__ = ["Clocks", "Event", "Holder", "INCOMPLETE", "JsonLines", "KINDS", "LAR
            "holder", "incomplete", "line_of", "unplaced_of", "TraceWriter", "dump_trace",
            "encode_json", "left_in", "load_trace", "merge_logs", "open_trace", "read_log",
            "parts_of", "Recording", "RUN_IDENTITY", "stream_end", "unfinished", "unwritable",
-           "lifelines_within_cap", "value_problem"]
+           "lifelines_within_cap", "msc_key", "value_problem"]
 
 face(__name__, {
     ".caps": "MOST_LIFELINES TooManyLifelines lifelines_within_cap",
@@ -54,7 +55,7 @@ face(__name__, {
     ".lines": "JsonLines",
     ".logtail": "LogTail read_log",
     ".merge": "merge:merge_logs Merging",
-    ".msc": "KINDS Event Trace",
+    ".msc": "KINDS Event Trace msc_key",
     ".paths": "unwritable",
     ".recovery": "parts_of unfinished left_in stream_end",
     ".unmerged": "LIVE_FORMAT RUN_IDENTITY",

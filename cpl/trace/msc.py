@@ -11,12 +11,16 @@ stay independent.
 Stored values are JSON values.  Lists and objects are opaque and compared by
 equality, so nothing here hashes them: ``set``, ``init``, ``vc`` and
 ``payload`` take no part in an event's hash.
+
+:func:`msc_key` says when two traces are the same MSC, whatever their
+linearisation: ``cpl verify`` runs each key once, and its tests compare keys.
 """
 
 from __future__ import annotations
 
 import collections
 import functools
+import json
 import operator
 from types import MappingProxyType
 from typing import Mapping
@@ -283,3 +287,56 @@ class Trace:
         if self.meta is not None:
             data["meta"] = dict(self.meta)
         return data
+
+
+# ------------------------------------------------------------ identity
+
+
+def msc_key(trace: Trace) -> tuple:
+    """What makes ``trace`` the MSC it is, as a hashable value: equal keys, same MSC.
+
+    Per lifeline, its events in local order, each as its kind, label, guard and
+    outcome, the values it set and carried, its receiver, and, for a receive, the
+    send it takes (the sender and which of its sends, counted from 0), and the
+    initial stores.  Not the events' ids, clocks or times, nor how the lifelines'
+    events were interleaved: a guard's value depends only on its causal past, so two
+    runs with one key decided everything alike.  Values compare as JSON, dicts by content.
+    """
+    sends: dict = {}  # msg id -> (sender, its n-th send)
+    counts: dict[str, int] = {}
+    for event in trace.events:
+        if event.kind == "send" and event.msg not in sends:
+            count = counts.get(event.lifeline, 0)
+            counts[event.lifeline] = count + 1
+            sends[event.msg] = (event.lifeline, count)
+    lines: dict[str, list] = {name: [] for name in trace.lifelines}
+    for _, lifeline, kind, to, msg, values, label, guard, outcome, _, _, payload in trace.events:
+        taken = sends.get(msg, ("", msg)) if kind == "recv" else None  # ("", id): never sent
+        lines.setdefault(lifeline, []).append(
+            (kind, label, guard, outcome, _canonical(values) if values else None,
+             None if payload is None else _canonical(payload), to, taken))
+    return (tuple(sorted((name, tuple(events)) for name, events in lines.items())),
+            _canonical({name: dict(store) for name, store in trace.init.items() if store}))
+
+
+def _canonical(value) -> str:
+    """A JSON value as text that is equal exactly when the values are: keys sorted,
+    ``1``, ``1.0`` and ``true`` apart.  Keys of mixed types (never in a JSON value) by repr."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                          default=_plain)
+    except TypeError:  # keys that do not sort together
+        return repr(_sorted_maps(value))
+
+
+def _plain(value):
+    """A read-only store (``Event.set``) as the dict it reads as; anything else by repr."""
+    return dict(value) if isinstance(value, Mapping) else repr(value)
+
+
+def _sorted_maps(value):
+    if isinstance(value, Mapping):
+        return sorted(((repr(k), _sorted_maps(v)) for k, v in value.items()))
+    if isinstance(value, (list, tuple)):
+        return [_sorted_maps(v) for v in value]
+    return value
