@@ -161,7 +161,7 @@ class Tally:
 
 def said(count: int) -> str:
     """A number of MSCs, in words."""
-    return f"{count} MSC" if count == 1 else f"{count} MSCs"
+    return f"{count:,} MSC" if count == 1 else f"{count:,} MSCs"
 
 
 def path_key(path: str) -> tuple:

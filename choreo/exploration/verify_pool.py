@@ -52,7 +52,7 @@ from choreo.execution import INTERRUPTED, TIMEOUT, Simulator
 from .explore import Source, _context
 from .pool import in_pool, picklable
 from .reduction import Blocked, Reduction, Tree
-from .verification import Tally
+from .verification import Tally, said
 
 SPLIT = 8  # subtrees per worker, at least, so the slowest one leaves no worker idle long
 NOTES = ("not enumerable", "sampled")  # bounds that come from the Outcomes' notes
@@ -310,5 +310,5 @@ def _finished(search, tally: Tally, noted: dict) -> Tally:
             tally.bounds.setdefault("sampled", why)
     for bound, flag in (("max-runs", "--max-runs"), ("time-limit", "--time-limit")):
         if bound in tally.bounds:
-            tally.bounds[bound] = f"stopped after {tally.mscs} MSCs ({flag})"
+            tally.bounds[bound] = f"stopped after {said(tally.mscs)} ({flag})"
     return tally
