@@ -19,7 +19,9 @@ import shlex
 from .arguments import (add_choreography, add_command, add_detect, add_format, add_inputs,
                         add_max_steps)
 from .explore import DEFAULT_MAX_STEPS, detectors_of
-from .usage import UsageError, for_terminal
+from cpl.errors import for_terminal
+
+from .usage import UsageError
 
 MOST_WORKERS = 1024  # a process each: more is a typing error, not a machine
 
@@ -149,7 +151,7 @@ def _verdict(report, replay: str | None, replayed: str | None) -> str:
 def _detectors(report, args) -> list:
     if not report.detectors:
         return ["none ran (--no-detectors)"]
-    said = [f"{name}: fired in {count:,} of {_count(report.mscs, 'MSC')}, first in MSC "
+    said: list = [f"{name}: fired in {count:,} of {_count(report.mscs, 'MSC')}, first in MSC "
             f"{report.first[name].index:,} (path {report.first[name].path or '(root)'})"
             for name, count in report.fired.items()]
     quiet = [name for name, count in report.detectors.items() if not count]
@@ -206,7 +208,7 @@ def _labelled(title: str, items: list) -> list[str]:
     """``title: first`` then the others aligned under it; a list of names (a tuple: its
     text and the names) wrapped at 80 columns."""
     head = f"  {title}: "
-    lines = []
+    lines: list[str] = []
     for item in items:
         start = head if not lines else " " * len(head)
         if isinstance(item, tuple):

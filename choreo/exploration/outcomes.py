@@ -12,7 +12,7 @@ the report says the exploration is *not complete* and why.
 
 A draw among more than :data:`DOMAIN_LIMIT` outcomes, or an action with more
 than :data:`ACTION_LIMIT` sequences, is a usage error naming the action — or,
-with ``sample``, one seeded outcome and a report that says *sampled*.
+with ``sampling``, one seeded outcome and a report that says *sampled*.
 """
 
 from __future__ import annotations
@@ -36,9 +36,10 @@ class Outcomes(random.Random):
 
     enumerates = True  # an LLM action with choices then takes each reply as an outcome
 
-    def __init__(self, lifeline: str, sample: bool = False):
+    def __init__(self, lifeline: str, sampling: bool = False):
         super().__init__(lifeline)
-        self.lifeline, self.sample = lifeline, sample
+        # not ``sample``: that is Random.sample, which actions call
+        self.lifeline, self.sampling = lifeline, sampling
         self.script: tuple = ()  # the outcome each draw of this call takes, in order
         self.domains: list[int] = []  # the domain of each enumerated draw of this call
         self.action = ""  # the action's label, for messages
@@ -72,7 +73,7 @@ class Outcomes(random.Random):
 
     def _over_the_limit(self, what: str, n: int) -> int:
         where = f"action {self.action!r} on {self.lifeline}"
-        if not self.sample:
+        if not self.sampling:
             raise DomainTooLarge(
                 f"{where} {what}: more than cpl verify enumerates ({DOMAIN_LIMIT} a draw, "
                 f"{ACTION_LIMIT} an action); give it a smaller domain, or pass "

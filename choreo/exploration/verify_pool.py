@@ -82,7 +82,7 @@ def search_in_parallel(search, workers: int, max_runs: int | None, time_limit: f
     shipped = None
     if context is not None and context.get_start_method() != "fork":
         shipped = (type(search), source, search.inputs, search.detectors, search.max_steps,
-                   any(rng.sample for rng in search.rngs.values()), search.traces)
+                   any(rng.sampling for rng in search.rngs.values()), search.traces)
         if not picklable(shipped):
             context = None
     jobs = [(prefix, [[chosen, None] for chosen in prefix], len(prefix)) for prefix in split]
@@ -115,7 +115,7 @@ def prefixes(search, wanted: int, deadline: float | None = None) -> list[tuple]:
                 if counts is None:  # out of time: the workers will say so
                     return frontier
                 below[prefix] = counts
-        prefix = max(frontier, key=lambda prefix: math.prod(below[prefix]))
+        prefix = max(frontier, key=lambda prefix: math.prod(below[prefix] or ()))
         counts = below[prefix]
         if not counts:  # every prefix is a leaf
             break
@@ -182,7 +182,8 @@ def _search(search, job: tuple, max_runs: int | None, deadline: float | None) ->
 
 def _here(search, jobs: list, max_runs: int | None, deadline: float | None) -> Tally:
     """The jobs in this process, in order: one worker's search."""
-    parts, mscs = [], 0
+    parts: list[tuple] = []
+    mscs = 0
     for job in jobs:
         left = None if max_runs is None else max_runs - mscs
         if left is not None and left <= 0:
@@ -207,7 +208,7 @@ class _Queue:
         self.heap = [(tuple(n[0] for n in nodes), nodes, floor) for _, nodes, floor in jobs]
         heapq.heapify(self.heap)
         self.max_runs, self.deadline = max_runs, deadline
-        self.slice = None if max_runs is None else max(1, math.ceil(max_runs / (3 * workers)))
+        self.slice = 0 if max_runs is None else max(1, math.ceil(max_runs / (3 * workers)))
         self.counted = self.reserved = 0
         self.given: dict[tuple, int] = {}  # path key -> the slice it was given
 
@@ -283,7 +284,8 @@ def merged(search, parts: list, stopped: str | None = None) -> Tally:
     """The tally of one search from its parts (:func:`search_below`'s, in any order): added
     up in the search's order, which is the order of their paths.  ``stopped``: the bound
     that left some of the tree unsearched."""
-    tally, noted = Tally(), {}
+    tally = Tally()
+    noted: dict[str, tuple] = {}  # lifeline -> (its unenumerable notes, its sampled ones)
     for _, part, _, notes in sorted(parts, key=lambda part: part[0]):
         tally.merge(part)
         _note(noted, notes)
