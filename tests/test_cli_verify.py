@@ -185,13 +185,18 @@ def test_hostile_options_are_one_line_usage_errors(capsys, tmp_path, monkeypatch
 
 
 def test_ctrl_c_exits_130(tmp_path):
-    path = draws(tmp_path, "__import__('time').sleep(0.01) or rng.randint(0, 63) "
-                 "+ rng.randint(0, 63)")
+    started = tmp_path / "started"  # the action's first call leaves it: the search is on
+    path = draws(tmp_path, f"open({str(started)!r}, 'a').close() or "
+                 "__import__('time').sleep(0.01) or rng.randint(0, 63) + rng.randint(0, 63)")
     process = subprocess.Popen(
         [sys.executable, "-m", "cpl_cli", "verify", str(path), "--no-detectors"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        time.sleep(1.5)  # loaded, and into the action's outcomes
+        deadline = time.monotonic() + 30  # a loaded machine starts Python slowly
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert started.exists(), "the search never started"
+        time.sleep(0.2)  # into the action's outcomes
         os.killpg(process.pid, signal.SIGINT)
         out, err = process.communicate(timeout=30)
     finally:
