@@ -109,6 +109,7 @@ class Tally:
         self.cpu = 0.0
         self.bounds: dict[str, str] = {}  # bound -> why
         self.example = None  # (path key, trace) of the earliest firing, to write out
+        self.workers = 1  # the processes that searched (a split may fall back to this one)
 
     def count_trace(self, trace, status: str, error: str | None, path: str,
                     fired: dict) -> None:

@@ -68,7 +68,7 @@ def verify(choreography, *, args=(), values: dict | None = None,
             if replay is None:
                 raise
             raise NotDeterministic(f"--replay {replay}: {error}") from None
-    return _report(plan, inputs, tally, workers, counterexample, time.perf_counter() - started)
+    return _report(plan, inputs, tally, counterexample, time.perf_counter() - started)
 
 
 class Search:
@@ -238,7 +238,7 @@ def _shown(tree: Tree) -> str:
     return ".".join(str(node[0]) for node in tree.nodes) or "(empty)"
 
 
-def _report(plan: Plan, inputs: dict, tally: Tally, workers: int, counterexample,
+def _report(plan: Plan, inputs: dict, tally: Tally, counterexample,
             wall: float) -> Verification:
     bound = next((b for b in BOUNDS if b in tally.bounds), None)
     written = None
@@ -263,7 +263,7 @@ def _report(plan: Plan, inputs: dict, tally: Tally, workers: int, counterexample
         failures={status: [path, error] for status, (_, path, error)
                   in sorted(tally.failures.items())},
         work=dict(tally.work), seconds={"cpu": round(tally.cpu, 4), "wall": round(wall, 4)},
-        workers=workers, counterexample=written, replay=replay)
+        workers=tally.workers, counterexample=written, replay=replay)
 
 
 def _temporary() -> str:

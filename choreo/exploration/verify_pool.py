@@ -259,7 +259,9 @@ def _in_workers(search, jobs: list, workers: int, context, shipped, max_runs, de
     if queue.heap:  # subtrees never searched: a bound stopped the search
         late = deadline is not None and time.monotonic() >= deadline
         stopped = "time-limit" if late else "max-runs"
-    return merged(search, parts, stopped)
+    tally = merged(search, parts, stopped)
+    tally.workers = workers
+    return tally
 
 
 def _start(shipped, deadline) -> None:
