@@ -33,6 +33,7 @@ from typing import Callable, Iterable, Iterator, Mapping
 import attrs
 
 from choreo.execution import Plan, prepare, MIXED, SCHEDULES, Simulator, INTERRUPTED, OK
+from .counts import add_counts, add_decisions, count_events
 from .pool import WorkerDied, available_cores, in_pool, picklable
 from .user_detectors import DetectorFailed, UserDetectors
 
@@ -130,14 +131,9 @@ class _Tally:
 
     def merge(self, other: "_Tally") -> None:
         self.runs += other.runs
-        for mine, theirs in ((self.statuses, other.statuses), (self.anomalies, other.anomalies),
-                             (self.work, other.work)):
-            for key, value in theirs.items():
-                mine[key] = mine.get(key, 0) + value
-        for label, (true, false) in other.decisions.items():
-            counts = self.decisions.setdefault(label, [0, 0])
-            counts[0] += true
-            counts[1] += false
+        add_counts(((self.statuses, other.statuses), (self.anomalies, other.anomalies),
+                    (self.work, other.work)))
+        add_decisions(self.decisions, other.decisions)
         for what, found in other.first.items():
             for key, (seed, schedule, error) in found.items():
                 self.note(what, key, seed, schedule, error)
@@ -183,17 +179,7 @@ def _run_seeds(job: _Job, simulator: Simulator, seeds: Iterable[int]) -> _Tally:
             else:
                 tally.anomalies.setdefault(name, 0)
         work = tally.work
-        work["events"] += len(events)
-        for event in events:
-            kind = event.kind
-            if kind == "send":
-                work["messages"] += 1
-            elif kind == "choice":
-                work["decisions"] += 1
-                counts = tally.decisions.get(event.label or event.guard)
-                if counts is None:
-                    counts = tally.decisions[event.label or event.guard] = [0, 0]
-                counts[0 if event.outcome else 1] += 1
+        count_events(events, work, tally.decisions)
         for values in result.results.values():
             for name in counters:
                 value = values.get(name)

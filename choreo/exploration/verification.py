@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import attrs
 
+from .counts import add_counts, add_decisions, count_events
+
 STOPPED = ("time-limit", "max-runs")  # bounds that stop the search before its end
 BOUNDS = (*STOPPED, "max-steps", "not enumerable", "sampled")  # in the order reported
 
@@ -119,15 +121,7 @@ class Tally:
         key = path_key(path)
         if status != "ok" and status != "limit" and status not in self.failures:
             self.failures[status] = (key, path, error)
-        work = self.work
-        work["events"] += len(trace.events)
-        for event in trace.events:
-            if event.kind == "send":
-                work["messages"] += 1
-            elif event.kind == "choice":
-                work["decisions"] += 1
-                counts = self.decisions.setdefault(event.label or event.guard or "", [0, 0])
-                counts[0 if event.outcome else 1] += 1
+        count_events(trace.events, self.work, self.decisions)
         for name, hit in fired.items():
             self.detectors[name] = self.detectors.get(name, 0) + bool(hit)
             if hit and name not in self.first:
@@ -147,14 +141,9 @@ class Tally:
         self.mscs += later.mscs
         self.runs += later.runs
         self.blocked += later.blocked
-        for mine, theirs in ((self.statuses, later.statuses), (self.detectors, later.detectors),
-                             (self.work, later.work)):
-            for key, value in theirs.items():
-                mine[key] = mine.get(key, 0) + value
-        for label, (true, false) in later.decisions.items():
-            counts = self.decisions.setdefault(label, [0, 0])
-            counts[0] += true
-            counts[1] += false
+        add_counts(((self.statuses, later.statuses), (self.detectors, later.detectors),
+                    (self.work, later.work)))
+        add_decisions(self.decisions, later.decisions)
         for bound, why in later.bounds.items():
             self.bounds.setdefault(bound, why)
         self.cpu += later.cpu

@@ -85,7 +85,6 @@ class Search:
     def run(self, tree: Tree, max_runs: int | None, deadline: float | None,
             replaying: bool = False) -> Tally:
         """Every run below ``tree``'s prefix, in order, until a bound stops it."""
-        self.tree = tree
         tally = Tally()
         clock = time.process_time
         simulator = Simulator.of(self.plan)
@@ -100,13 +99,9 @@ class Search:
                 tally.bounds["time-limit"] = f"stopped after {said(tally.mscs)} (--time-limit)"
                 break
             start = clock()
-            tree.start()
             tally.runs += 1
-            reduction = Reduction(tree, self._act)
             try:
-                result = simulator.run(values=self.inputs, max_steps=self.max_steps,
-                                       timeout=remaining, pick=reduction.pick,
-                                       rngs=self.rngs.__getitem__)
+                result = self.one_run(simulator, tree, remaining)
             except Blocked:
                 if replaying:
                     raise NotDeterministic(f"no MSC at path {_shown(tree)}: its run repeats "
@@ -136,6 +131,13 @@ class Search:
             for why in rng.sampled:
                 tally.bounds.setdefault("sampled", why)
         return tally
+
+    def one_run(self, simulator: Simulator, tree: Tree, remaining: float | None):
+        """The run along ``tree``'s current path (``Blocked``: the reduction abandons it)."""
+        self.tree = tree
+        tree.start()
+        return simulator.run(values=self.inputs, max_steps=self.max_steps, timeout=remaining,
+                             pick=Reduction(tree, self._act).pick, rngs=self.rngs.__getitem__)
 
     def _count(self, tally: Tally, result, path: str, cpu: list) -> None:
         trace = attrs.evolve(result.trace, meta={**result.trace.meta, "schedule": "verify",

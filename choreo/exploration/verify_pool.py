@@ -51,7 +51,7 @@ from types import MappingProxyType
 from choreo.execution import INTERRUPTED, TIMEOUT, Simulator
 from .explore import Source, _context
 from .pool import in_pool, picklable
-from .reduction import Blocked, Reduction, Tree
+from .reduction import Blocked, Tree
 from .verification import Tally, said
 
 SPLIT = 8  # subtrees per worker, at least, so the slowest one leaves no worker idle long
@@ -131,15 +131,11 @@ def _probe(search, simulator: Simulator, prefix: tuple, deadline: float | None) 
     """The alternatives at each choice point below ``prefix`` on the first run below it;
     None: the deadline passed."""
     tree = Tree(prefix)
-    search.tree = tree
-    tree.start()
     remaining = None if deadline is None else deadline - time.monotonic()
     if remaining is not None and remaining <= 0:
         return None
     try:
-        result = simulator.run(values=search.inputs, max_steps=search.max_steps,
-                               timeout=remaining, pick=Reduction(tree, search._act).pick,
-                               rngs=search.rngs.__getitem__)
+        result = search.one_run(simulator, tree, remaining)
     except Blocked:
         pass
     else:
