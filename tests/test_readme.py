@@ -97,7 +97,12 @@ def scratch_folder(folder: Path) -> Path:
 
 
 def _environment(folder: Path) -> dict:
-    return dict(os.environ, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT), COLUMNS="80",
+    """A user's terminal: without what pytest and xdist set for the test that runs the block
+    (pytest-benchmark 5.2 in a block's own pytest warns that xdist is active when it sees
+    PYTEST_XDIST_WORKER, and the warning is not in the doc)."""
+    theirs = {name: value for name, value in os.environ.items()
+              if not name.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST"))}
+    return dict(theirs, PYTHONUNBUFFERED="1", PYTHONPATH=str(ROOT), COLUMNS="80",
                 PATH=f"{folder / '.bin'}{os.pathsep}{os.environ['PATH']}")
 
 
@@ -382,3 +387,13 @@ def test_the_directives_do_what_they_say(tmp_path):
     assert "No module named 'no_such_module_here'" in results[6]  # imports of a skipped block
     assert results[7] == "SAMPLE.md:36: `echo wrong` printed\nwrong"
     assert results[8].startswith("SAMPLE.md:44: JSONDecodeError: ")
+
+
+def test_a_block_runs_without_the_test_runners_own_variables(tmp_path, monkeypatch):
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw1")
+    monkeypatch.setenv("PYTEST_XDIST_WORKER_COUNT", "2")
+    monkeypatch.setenv("PYTEST_ADDOPTS", "-q")  # the user's own: kept
+    environment = _environment(tmp_path)
+    runners = {"PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_CURRENT_TEST"}
+    assert not runners & set(environment)
+    assert environment["PYTEST_ADDOPTS"] == "-q"
