@@ -164,7 +164,10 @@ def _next(report, args, command: str) -> list[str]:
     """Where the counterexample is and the commands that show it again."""
     lines = []
     given = args.counterexample
-    if report.counterexample:
+    stream = report.counterexample and not os.path.isfile(report.counterexample)
+    if stream:  # a device or FIFO: nothing there to draw or read again
+        lines.append(f"  counterexample: written to {shlex.quote(report.counterexample)}")
+    elif report.counterexample:
         shown = shlex.quote(report.counterexample)
         drawing = shlex.quote(os.path.splitext(report.counterexample)[0] + ".svg")
         lines.append(f"  counterexample: {shown} (draw it: cpl render {shown} -o {drawing}; "
@@ -173,7 +176,7 @@ def _next(report, args, command: str) -> list[str]:
         lines.append(f"  counterexample: nothing fired; {given} not written")
     if report.first and not (args.replay is not None and report.counterexample):
         earliest = min(report.first.values(), key=lambda c: c.index)
-        out = shlex.quote(given) if given is not None else "counterexample.jsonl"
+        out = shlex.quote(given) if given is not None and not stream else "counterexample.jsonl"
         lines.append(f"  replay: {command} --replay {earliest.path or _ROOT} "
                      f"--counterexample {out}")
     for status, (path, _) in report.failures.items():

@@ -111,6 +111,14 @@ def test_a_firing_its_counterexample_and_its_replay(capsys, tmp_path):
     assert replayed.meta["path"] == original.meta["path"] == first["path"]
 
 
+def test_a_counterexample_into_a_device_is_written_in_place_and_not_offered_to_draw(capsys):
+    code, text, _ = cpl(capsys, LOST, "--name", "unguarded", "--max-runs", "12",
+                        "--counterexample", os.devnull)
+    assert code == 1 and os.path.exists(os.devnull) and not os.path.isfile(os.devnull)
+    assert f"  counterexample: written to {os.devnull}\n" in text and "draw it" not in text
+    assert "--counterexample counterexample.jsonl" in text  # the replay names a file
+
+
 def test_traces_writes_one_file_per_msc_and_max_runs_bounds(capsys, tmp_path):
     folder = tmp_path / "made" / "here"
     code, out, _ = cpl(capsys, RELAY, "--traces", folder, "--format", "json")
@@ -166,6 +174,8 @@ def test_a_float_draw_makes_the_search_bounded(capsys, tmp_path):
     (["--detect", "x.py:f", "--detector-timeout", "-1"], "--detector-timeout: give a number"),
     (["--replay", "x.1"], "--replay 'x.1': give a path as the report prints it"),
     (["--replay", "99999"], "no alternative 99999 at choice point 1"),
+    (["--replay", "\u0661.\u0662"], "give a path as the report prints it"),  # Arabic digits
+    (["--replay", "9" * 5000], "'... (5000 characters): give a path"),
     (["--replay", "0.0.0.0.0.0.0.0.0.0.0"], "no MSC at path 0.0.0.0.0.0.0.0.0.0.0"),
     (["--counterexample", "."], "--counterexample .: it is a directory"),
     (["--counterexample", "-"], "standard output carries the report"),

@@ -230,8 +230,10 @@ def _key(value) -> str:
 
 def _parsed(path: str) -> tuple[int, ...]:
     parts = path.split(".") if path else []
-    if not all(part.isdigit() and len(part) < 10 for part in parts) or len(parts) > 100_000:
-        raise NotDeterministic(f"--replay {path!r}: give a path as the report prints it "
+    if (len(parts) > 100_000 or not all(part.isascii() and part.isdigit() and len(part) < 10
+                                        for part in parts)):
+        shown = repr(path) if len(path) <= 60 else f"{path[:60]!r}... ({len(path)} characters)"
+        raise NotDeterministic(f"--replay {shown}: give a path as the report prints it "
                                f"(numbers joined by dots, e.g. 0.2.1)")
     return tuple(int(part) for part in parts)
 
