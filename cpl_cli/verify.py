@@ -115,6 +115,9 @@ def text(report, args, replayed: str | None = None) -> str:
     lines.append(f"  {_count(report.mscs, 'MSC')} in {_count(report.runs, 'run')}" + (
         f" ({report.blocked:,} abandoned by the reduction: their MSC had been run)"
         if report.blocked else ""))
+    if report.alike:
+        lines += _labelled("alike", [report.alike, "so each MSC run is remembered, to run it once"
+                                     + (", in one worker" if args.workers > 1 else "")])
     lines.append("  statuses: " + (", ".join(f"{status} {count:,}" for status, count
                                              in report.statuses.items()) or "no MSC run"))
     for status, (path, error) in report.failures.items():

@@ -29,7 +29,7 @@ RELAY = str(ROOT / "examples" / "relay.py")
 LOST = str(ROOT / "examples" / "anomalies" / "lost_update.py")
 KEYS = {"name", "inputs", "result", "bound", "why", "mscs", "runs", "blocked", "statuses",
         "decisions", "detectors", "first", "failures", "counterexample", "replay", "work",
-        "seconds", "workers"}
+        "seconds", "workers", "alike"}
 
 DRAWS = """
 c = Choreography("draws")

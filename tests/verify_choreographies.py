@@ -6,7 +6,8 @@ is not FIFO, and a message stays in transit while its receiver does other things
 bounded ``c.while_`` loops (a counter the owner counts); guarded choices whose guard
 reads another lifeline's state (``@B.x == 1``: what the owner has seen of ``B``, so
 the causal past decides); actions with small rng domains (``randint(0, 2)``,
-``choice``, ``coin``).  Every statement has a label of its own.  Each is small
+``choice``, ``coin``).  Every statement has a label of its own, unless labels are
+asked to repeat (``labels_in_use``).  Each is small
 enough that every interleaving of it runs in well under a second.
 
 :func:`choreographies` draws a :class:`Program` (a plain tree, so hypothesis can
@@ -159,29 +160,32 @@ def size(node) -> int:
 # ------------------------------------------------------------------ building
 
 
-def build(program: Program) -> Choreography:
-    """The choreography a program describes (it may not validate: see :func:`choreographies`)."""
+def build(program: Program, labels_in_use: int | None = None) -> Choreography:
+    """The choreography a program describes (it may not validate: see :func:`choreographies`).
+    ``labels_in_use``: statements of a kind share that many labels (``m0``, ``m1``, ...), so
+    parallel threads may have statements a trace cannot tell apart."""
     c = Choreography("random")
     lifelines = c.lifelines(*NAMES[:program.lifelines])
     x = c.var("x", int, init=0)
     c.var("s", str, init="a")
     c.var("flag", bool, init=False)
-    labels = iter(range(10 ** 6))
+    numbers = iter(range(10 ** 6))
 
     def block(statements) -> None:
         for node in statements:
-            n = next(labels)
+            n = next(numbers)
+            label = n if labels_in_use is None else n % labels_in_use
             if isinstance(node, Send):
                 variables = (x,) if node.carries else ()
                 c.send(lifelines[node.sender], lifelines[node.receiver], *variables,
-                       label=f"m{n}")
+                       label=f"m{label}")
             elif isinstance(node, Act):
                 target, fn = ACTIONS[node.action]
                 c.act(lifelines[node.lifeline], fn, assigns=[target],
-                      reads=["x"] if node.action == "increment" else [], label=f"a{n}")
+                      reads=["x"] if node.action == "increment" else [], label=f"a{label}")
             elif isinstance(node, If):
-                c.send(lifelines[node.other], lifelines[node.owner], label=f"t{n}")
-                with c.if_(node.guard, at=lifelines[node.owner], label=f"c{n}"):
+                c.send(lifelines[node.other], lifelines[node.owner], label=f"t{label}")
+                with c.if_(node.guard, at=lifelines[node.owner], label=f"c{label}"):
                     block(node.then)
                 if node.otherwise is not None:
                     with c.else_():
@@ -189,9 +193,9 @@ def build(program: Program) -> Choreography:
             elif isinstance(node, While):
                 owner = lifelines[node.owner]
                 counter = c.var(f"k{n}", int, init={owner: 0})
-                with c.while_(f"k{n} < {node.rounds}", at=owner, label=f"w{n}"):
+                with c.while_(f"k{n} < {node.rounds}", at=owner, label=f"w{label}"):
                     c.act(owner, increment_of(counter.name), assigns=[counter],
-                          reads=[counter], label=f"r{n}")
+                          reads=[counter], label=f"r{label}")
                     block(node.body)
             else:
                 with c.parallel():
@@ -210,11 +214,26 @@ def increment_of(name: str):
 
 
 @st.composite
-def choreographies(draw) -> tuple[Program, Choreography]:
-    """(program, its valid choreography): small, and valid (races and guards that never
-    change are drawn again)."""
+def twin_threads(draw) -> Program:
+    """A program that starts with two threads doing the same statements (built with
+    shared labels, a trace cannot tell the two threads' statements apart)."""
     program = draw(programs())
+    thread = draw(st.lists(_statements(program.lifelines, 0), min_size=1, max_size=2)
+                  .map(_flat))
+    body = (Parallel((thread, thread)), *program.body)
+    while len(body) > 1 and size(body) > MOST_STATEMENTS:
+        body = body[:-1]
+    return Program(program.lifelines, body)
+
+
+@st.composite
+def choreographies(draw, labels_in_use: int | None = None,
+                   twins: bool = False) -> tuple[Program, Choreography]:
+    """(program, its valid choreography): small, and valid (races and guards that never
+    change are drawn again).  ``labels_in_use``: as for :func:`build`; ``twins``: the
+    program starts with :func:`twin_threads`."""
+    program = draw(twin_threads() if twins else programs())
     assume(size(program) <= MOST_STATEMENTS)  # a single statement too big: rare
-    choreography = build(program)
+    choreography = build(program, labels_in_use)
     assume(validate(choreography).ok)
     return program, choreography

@@ -46,8 +46,10 @@ keeps a run's MSC.  So some run of the search is a linearization of ``M``.
 **No MSC is run twice.**  Two sibling branches disagree on ``L``'s next event
 after the same history of ``L``, which the MSC records (its kind, label,
 values and the send it takes; the choreography's labels tell statements
-apart), so no MSC lies below two siblings.  A run in which no event can
-happen but sleeping ones is *blocked*: its MSC lies below an earlier
+apart), so no MSC lies below two siblings.  Where two statements in parallel
+threads of one lifeline share a label, a trace cannot tell them apart: the
+search then remembers the MSCs it ran and abandons a repeat (:mod:`.alike`).
+A run in which no event can happen but sleeping ones is *blocked*: its MSC lies below an earlier
 sibling, so it is abandoned and counted as such, never as an MSC.  An action's
 outcome sequences that set the same values are one branch (:mod:`.verifier`).
 

@@ -50,6 +50,8 @@ class Verification:
     workers: int = 1
     counterexample: str | None = None  # the file the first counterexample was written to
     replay: str | None = None  # the command that replays the first counterexample
+    # where statements alike in parallel threads made the search remember every MSC (.alike)
+    alike: str | None = None
 
     @property
     def fired(self) -> dict:
@@ -78,7 +80,7 @@ class Verification:
                 "first": {name: c.to_json() for name, c in self.first.items()},
                 "failures": self.failures, "counterexample": self.counterexample,
                 "replay": self.replay, "work": self.work, "seconds": self.seconds,
-                "workers": self.workers}
+                "workers": self.workers, "alike": self.alike}
 
     def __repr__(self) -> str:
         """What a failed ``assert report.complete and not report.fired`` shows."""

@@ -15,6 +15,7 @@ variables and rng, as a seeded run already assumes.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import tempfile
@@ -26,6 +27,7 @@ from typing import Callable
 import attrs
 
 from choreo.execution import INTERRUPTED, LIMIT, TIMEOUT, Plan, Simulator, prepare
+from .alike import alike_in_parallel
 from .explore import DEFAULT_MAX_STEPS, ERROR, Detectors, detect_on
 from .outcomes import ACTION_LIMIT, DomainTooLarge, Outcomes
 from .reduction import Blocked, NotDeterministic, Reduction, Tree
@@ -57,7 +59,7 @@ def verify(choreography, *, args=(), values: dict | None = None,
     started = time.perf_counter()
     search = Search(plan, inputs, detectors, max_steps, sample_domains, traces, each)
     prefix = _parsed(replay) if replay is not None else ()
-    if workers > 1 and replay is None:
+    if workers > 1 and replay is None and search.seen is None:  # (repeats: seen in one place)
         from .verify_pool import search_in_parallel
         tally = search_in_parallel(search, workers, max_runs, time_limit, source)
     else:
@@ -68,7 +70,8 @@ def verify(choreography, *, args=(), values: dict | None = None,
             if replay is None:
                 raise
             raise NotDeterministic(f"--replay {replay}: {error}") from None
-    return _report(plan, inputs, tally, counterexample, time.perf_counter() - started)
+    return _report(plan, inputs, tally, counterexample, time.perf_counter() - started,
+                   search.alike)
 
 
 class Search:
@@ -79,6 +82,9 @@ class Search:
         self.plan, self.inputs, self.detectors = plan, inputs, detectors
         self.max_steps, self.traces, self.each = max_steps, traces, each
         self.rngs = {name: Outcomes(name, sample) for name in plan.lifelines}
+        # Statements alike in parallel threads (.alike): the MSCs run, to run each once.
+        self.alike = alike_in_parallel(plan)
+        self.seen: set[bytes] | None = None if self.alike is None else set()
         self.wait = None  # an Awaiter for async actions' outcomes, made on first need
         self.tree = Tree()
 
@@ -120,9 +126,13 @@ class Search:
                     raise NotDeterministic(f"no MSC at path {_shown(tree)}: its runs end "
                                            f"after {tree.depth} choice"
                                            f"{'' if tree.depth == 1 else 's'}")
-                children = [0.0]
-                self._count(tally, result, tree.path(), children)
-                tally.cpu += clock() - start + children[0]
+                if not replaying and self._repeats(result):
+                    tally.blocked += 1
+                else:
+                    children = [0.0]
+                    self._count(tally, result, tree.path(), children)
+                    tally.cpu += children[0]
+                tally.cpu += clock() - start
             if replaying or not tree.advance():  # a replay: the first MSC below its path
                 break
         for rng in self.rngs.values():
@@ -138,6 +148,18 @@ class Search:
         tree.start()
         return simulator.run(values=self.inputs, max_steps=self.max_steps, timeout=remaining,
                              pick=Reduction(tree, self._act).pick, rngs=self.rngs.__getitem__)
+
+    def _repeats(self, result) -> bool:
+        """The run's MSC was run before (remembered only where :mod:`.alike` says so)."""
+        if self.seen is None:
+            return False
+        from cpl.trace import msc_key
+        digest = hashlib.blake2b(repr((result.status, msc_key(result.trace))).encode(),
+                                 digest_size=16).digest()
+        if digest in self.seen:
+            return True
+        self.seen.add(digest)
+        return False
 
     def _count(self, tally: Tally, result, path: str, cpu: list) -> None:
         trace = attrs.evolve(result.trace, meta={**result.trace.meta, "schedule": "verify",
@@ -243,7 +265,7 @@ def _shown(tree: Tree) -> str:
 
 
 def _report(plan: Plan, inputs: dict, tally: Tally, counterexample,
-            wall: float) -> Verification:
+            wall: float, alike: str | None) -> Verification:
     bound = next((b for b in BOUNDS if b in tally.bounds), None)
     written = None
     if tally.example is not None and counterexample:
@@ -267,7 +289,7 @@ def _report(plan: Plan, inputs: dict, tally: Tally, counterexample,
         failures={status: [path, error] for status, (_, path, error)
                   in sorted(tally.failures.items())},
         work=dict(tally.work), seconds={"cpu": round(tally.cpu, 4), "wall": round(wall, 4)},
-        workers=tally.workers, counterexample=written, replay=replay)
+        workers=tally.workers, counterexample=written, replay=replay, alike=alike)
 
 
 def _temporary() -> str:
