@@ -47,11 +47,13 @@ keeps a run's MSC.  So some run of the search is a linearization of ``M``.
 after the same history of ``L``, which the MSC records (its kind, label,
 values and the send it takes; the choreography's labels tell statements
 apart), so no MSC lies below two siblings.  Where two statements in parallel
-threads of one lifeline share a label, a trace cannot tell them apart: the
-search then remembers the MSCs it ran and abandons a repeat (:mod:`.alike`).
-A run in which no event can happen but sleeping ones is *blocked*: its MSC lies below an earlier
-sibling, so it is abandoned and counted as such, never as an MSC.  An action's
-outcome sequences that set the same values are one branch (:mod:`.verifier`).
+threads of one lifeline are recorded alike (kind, label, the lifeline a message
+goes to or comes from), a trace cannot tell them apart: the search then
+remembers the MSCs it ran and abandons a repeat (:mod:`.alike`).  A run in
+which no event can happen but sleeping ones is *blocked*: its MSC lies below
+an earlier sibling, so it is abandoned and counted as such, never as an MSC.
+An action's outcome sequences that set the same values are one branch
+(:mod:`.verifier`).
 
 Runs that fail or reach ``--max-steps`` end where they stop: their trace is
 what happened first under this order (the failing lifeline's history is
