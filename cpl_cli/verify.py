@@ -113,7 +113,7 @@ def text(report, args, replayed: str | None = None) -> str:
         lines.append("  inputs: " + ", ".join(f"{key}={json.dumps(value, default=repr)}"
                                               for key, value in report.inputs.items()))
     lines.append(f"  {_count(report.mscs, 'MSC')} in {_count(report.runs, 'run')}" + (
-        f" ({report.blocked:,} abandoned by the reduction: their MSC had been run)"
+        f" ({report.blocked:,} abandoned: their MSC had been run)"
         if report.blocked else ""))
     if report.alike:
         lines += _labelled("alike", [report.alike, "so each MSC run is remembered, to run it once"

@@ -129,17 +129,17 @@ def test_a_reduction_without_its_defer_alternative_fails(monkeypatch):
 # ------------------------------------------------------------ labels a trace cannot tell apart
 
 
-def _alike() -> choreo.Choreography:
+def _alike(labels=(None, None)) -> choreo.Choreography:
     """A's two threads send ``x`` unlabelled (both labelled ``x``), B's two take them:
-    four runs of the reduction, two MSCs (B takes A's first send first, or its second)."""
+    four runs of the reduction, two MSCs (B takes A's first send first, or its second).
+    With two labels, four MSCs."""
     c = choreo.Choreography("alike")
     a, b = c.lifelines("A", "B")
     x = c.var("x", int, init=1)
     with c.parallel():
-        with c.thread():
-            c.send(a, b, x)
-        with c.thread():
-            c.send(a, b, x)
+        for label in labels:
+            with c.thread():
+                c.send(a, b, x, label=label)
     return c
 
 
@@ -148,7 +148,10 @@ def test_statements_alike_in_parallel_threads_are_run_once_and_named():
     assert_every_msc_once(report, keys, every_run(_alike()).keys)
     assert (report.mscs, report.runs, report.blocked) == (2, 4, 2)
     assert report.alike.startswith("A's parallel threads both have a send labelled 'x' to B (")
-    assert verified(choreo.load_one(os.path.join(ROOT, "examples/relay.py")))[0].alike is None
+    labelled = _alike(("first", "second"))
+    report, keys = verified(labelled)
+    assert_every_msc_once(report, keys, every_run(labelled).keys)
+    assert (report.mscs, report.runs, report.alike) == (4, 4, None)
 
 
 def test_without_remembering_the_alike_statements_an_msc_is_run_twice(monkeypatch):
