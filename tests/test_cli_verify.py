@@ -215,3 +215,16 @@ def test_ctrl_c_exits_130(tmp_path):
             process.wait()
     assert process.returncode == 130 and "Traceback" not in err, err
     assert "interrupted" in err and out == ""
+
+
+@pytest.mark.parametrize("bound, says", [
+    ({"max_runs": 0}, "max_runs must be at least 1, not 0"),
+    ({"max_steps": -1}, "max_steps must be at least 1, not -1"),
+    ({"workers": 0}, "workers must be at least 1, not 0"),
+    ({"time_limit": 0}, "time_limit must be a number of seconds above 0, not 0"),
+    ({"time_limit": float("nan")}, "not nan"),
+])
+def test_the_library_refuses_a_bound_no_search_can_have(bound, says):
+    import choreo
+    with pytest.raises(ValueError, match=says):
+        choreo.verify(choreo.load_one(RELAY), **bound)

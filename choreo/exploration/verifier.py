@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import tempfile
 import time
@@ -51,6 +52,7 @@ def verify(choreography, *, args=(), values: dict | None = None,
     ``each(trace)`` sees every MSC's trace.  ``workers`` > 1 splits the search
     across processes (:mod:`.verify_pool`; ``source`` is as for :func:`explore`).
     """
+    _check_bounds(max_steps, max_runs, time_limit, workers)
     plan = choreography if isinstance(choreography, Plan) else prepare(choreography)
     inputs = plan.inputs(args, values)
     if detectors == CATALOG:
@@ -72,6 +74,15 @@ def verify(choreography, *, args=(), values: dict | None = None,
             raise NotDeterministic(f"--replay {replay}: {error}") from None
     return _report(plan, inputs, tally, counterexample, time.perf_counter() - started,
                    search.alike)
+
+
+def _check_bounds(max_steps, max_runs, time_limit, workers) -> None:
+    """``ValueError`` for a bound no search can have (``cpl verify`` says so first)."""
+    for name, value in (("max_steps", max_steps), ("max_runs", max_runs), ("workers", workers)):
+        if value is not None and value < 1:
+            raise ValueError(f"{name} must be at least 1, not {value}")
+    if time_limit is not None and not (time_limit > 0 and math.isfinite(time_limit)):
+        raise ValueError(f"time_limit must be a number of seconds above 0, not {time_limit}")
 
 
 class Search:
@@ -166,7 +177,8 @@ class Search:
                                                   "path": path})
         if result.status == LIMIT:
             tally.bounds.setdefault("max-steps", f"runs reached --max-steps "
-                                                 f"{self.max_steps} (the first at path {path})")
+                                                 f"{self.max_steps} (the first at path "
+                                                 f"{path or '(root)'})")
         status, error = result.status, result.error
         try:
             fired = detect_on(self.detectors, trace, f"the MSC at path {path}", cpu)
