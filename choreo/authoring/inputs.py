@@ -14,6 +14,8 @@ the values are walked recursively later (copies, traces, comparisons).
 
 from __future__ import annotations
 
+import copy
+
 import json
 import math
 from typing import Iterable, Mapping
@@ -156,13 +158,15 @@ def _nesting(text: str) -> int:
 
 
 def initial_stores(choreography, values: Mapping) -> dict[str, dict]:
-    """Each lifeline's store before its first event: ``init=`` values and its inputs."""
+    """Each lifeline's store before its first event: ``init=`` values and its inputs, a
+    copy of each per store (as each lifeline's own process has): an action that changes a
+    list in place changes its own lifeline's, in this run only."""
     stores: dict[str, dict] = {name: {} for name in choreography.lifeline_names}
     for declared in choreography.variables.values():
         for place, value in declared.init:
             for name in (choreography.lifeline_names if place == "*" else [place]):
-                stores[name][declared.name] = value
+                stores[name][declared.name] = copy.deepcopy(value)
     for declared in choreography.inputs.values():
         for name in declared.at:
-            stores[name][declared.name] = values[declared.name]
+            stores[name][declared.name] = copy.deepcopy(values[declared.name])
     return stores

@@ -18,6 +18,7 @@ with ``sampling``, one seeded outcome and a report that says *sampled*.
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
 from cpl.errors import EXIT_USAGE, CplError
 
@@ -64,12 +65,31 @@ class Outcomes(random.Random):
         return self.script[at] if at < len(self.script) else 0
 
     def coin(self, p: float) -> bool:
-        """:func:`choreo.coin`: both outcomes when ``0 < p < 1``, False first."""
-        if p <= 0:
+        """:func:`choreo.coin`: both outcomes when ``0 < p < 1``, False first (NaN: False,
+        as ``rng.random() < nan`` always is)."""
+        if not p > 0:
             return False
         if p >= 1:
             return True
         return self._randbelow(2) == 1
+
+    def sample(self, population, k, *, counts=None):  # type: ignore[override]
+        """Random.sample's pool method whatever the population's size: its other method
+        draws an index again while it is taken, and a script's outcome is taken forever.
+        Each of the ``k`` draws is among the ``n - i`` left: every ordered sample once."""
+        if counts is not None:  # Random.sample's own, which samples range(total) by this
+            return super().sample(population, k, counts=counts)
+        if not isinstance(population, Sequence):
+            raise TypeError("Population must be a sequence.  For dicts or sets, use sorted(d).")
+        n = len(population)
+        if not 0 <= k <= n:
+            raise ValueError("Sample larger than population or is negative")
+        pool, taken = list(population), []
+        for i in range(k):
+            j = self._randbelow(n - i)
+            taken.append(pool[j])
+            pool[j] = pool[n - i - 1]
+        return taken
 
     def _over_the_limit(self, what: str, n: int) -> int:
         where = f"action {self.action!r} on {self.lifeline}"

@@ -15,8 +15,8 @@ variables and rng, as a seeded run already assumes.
 
 from __future__ import annotations
 
+import copy
 import hashlib
-import json
 import math
 import os
 import tempfile
@@ -230,13 +230,19 @@ class Search:
             calls += 1
 
     def _call(self, s, store: dict, rng: Outcomes):
-        """What one call gives (a failure as its own kind of value: the real call fails)."""
+        """What one call gives (a failure as its own kind of value: the real call fails).
+        On a copy of the store: the engine's own call is the one whose changes count."""
         try:
-            value = s.fn(MappingProxyType(store), rng)
+            copied = copy.deepcopy(store)
+        except Exception:  # noqa: BLE001 - a value that cannot be copied: read in place
+            copied = store
+        try:
+            value = s.fn(MappingProxyType(copied), rng)
             if isawaitable(value):
                 value = self._await(value)
-        except (Exception, SystemExit) as error:  # noqa: BLE001 - the real call fails alike
-            if isinstance(error, (NotDeterministic, DomainTooLarge)):
+        except BaseException as error:  # noqa: BLE001 - the real call fails alike
+            if isinstance(error, (NotDeterministic, DomainTooLarge, KeyboardInterrupt,
+                                  GeneratorExit)):
                 raise
             return _Raised(f"{type(error).__name__}: {error}")
         return value
@@ -252,14 +258,34 @@ class _Raised(str):
     """An action's failure, told apart from any value it returns."""
 
 
-def _key(value) -> str:
-    """A value as a key: equal values set equal variables."""
+def _key(value) -> object:
+    """A value as a key: equal keys set variables that behave alike afterwards, so types
+    and orders count (a tuple is not its list, nor a dict its reordering, though a trace
+    writes them alike).  A value it cannot read is a key of its own: never merged."""
     if isinstance(value, _Raised):
-        return "raised " + value
+        return ("raised", str(value))
     try:
-        return json.dumps(value, sort_keys=True, default=repr)
-    except (TypeError, ValueError):
-        return repr(value)
+        return _shape(value, 0)
+    except Exception:  # noqa: BLE001 - a repr that raises, a value nested too deep
+        return object()
+
+
+def _shape(value, depth: int):
+    if depth > 100:
+        raise RecursionError("nested too deep to compare")
+    kind = type(value)
+    if value is None or kind in (bool, int, str, bytes):
+        return kind.__name__, value
+    if kind is float:
+        return "float", repr(value)  # nan equals itself here, as it prints
+    if kind in (list, tuple):
+        return kind.__name__, tuple(_shape(item, depth + 1) for item in value)
+    if kind is dict:
+        return "dict", tuple((_shape(k, depth + 1), _shape(v, depth + 1))
+                             for k, v in value.items())
+    if kind in (set, frozenset):
+        return kind.__name__, tuple(sorted(repr(_shape(item, depth + 1)) for item in value))
+    return f"{kind.__module__}.{kind.__qualname__}", repr(value)
 
 
 def _parsed(path: str) -> tuple[int, ...]:
