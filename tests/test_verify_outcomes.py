@@ -6,6 +6,8 @@ the same value are one MSC, and a draw verify cannot enumerate is said, never
 """
 
 import asyncio
+import random
+import time
 
 import pytest
 
@@ -76,3 +78,13 @@ def test_an_action_raising_a_base_exception_is_a_failed_run(error):
         raise error("raised")
     report = choreo.verify(_one_action(action), detectors=None)
     assert report.statuses == {"failed": 1} and report.exit_code == 1
+
+
+@pytest.mark.parametrize("action", [
+    lambda v, rng: random.random() < 0.5,  # the random module's generator, not rng
+    lambda v, rng: time.perf_counter_ns(),
+], ids=["random-module", "clock"])
+def test_an_action_that_is_not_a_function_of_its_rng_is_named(action):
+    from choreo.exploration.reduction import NotDeterministic
+    with pytest.raises(NotDeterministic, match="action 'draw' on A gave .* for the same draws"):
+        choreo.verify(_one_action(action), detectors=None)

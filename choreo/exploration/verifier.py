@@ -35,6 +35,7 @@ from .reduction import Blocked, NotDeterministic, Reduction, Tree
 from .verification import BOUNDS, Counterexample, said, Tally, Verification
 
 CATALOG = "catalog"  # detectors=CATALOG: cpl.anomalies.detect, the catalog's
+CHECKED_CALLS = 8  # the first calls of each action made again (the first five times)
 
 
 def verify(choreography, *, args=(), values: dict | None = None,
@@ -97,6 +98,7 @@ class Search:
         self.alike = alike_in_parallel(plan)
         self.seen: set[bytes] | None = None if self.alike is None else set()
         self.wait = None  # an Awaiter for async actions' outcomes, made on first need
+        self.checked: dict[int, int] = {}  # an action statement's id -> its calls made twice
         self.tree = Tree()
 
     def run(self, tree: Tree, max_runs: int | None, deadline: float | None,
@@ -198,15 +200,17 @@ class Search:
         s = thread.want[1]
         rng = runner.rng
         call = f"{runner.name}.{runner.taken + 1}"
-        scripts = self._outcomes(s, runner.store, rng, call)
+        scripts = self._outcomes(s, runner.store, rng, call, runner.name)
         chosen = 0 if len(scripts) == 1 else self.tree.decide(
             len(scripts), lambda: f"the outcome of action {s.label!r} on {runner.name}")
         rng.begin(s.label, call, scripts[chosen])
 
-    def _outcomes(self, s, store: dict, rng: Outcomes, call: str) -> list[tuple]:
+    def _outcomes(self, s, store: dict, rng: Outcomes, call: str,
+                  lifeline: str) -> list[tuple]:
         """One script of draws per distinct value the action can give, in draw order."""
         rng.begin(s.label, call)
         first = self._call(s, store, rng)
+        self._check_deterministic(s, store, rng, call, lifeline, first)
         if not rng.domains:  # no draw, one outcome: most actions
             return [()]
         found: dict = {_key(first): (0,) * len(rng.domains)}
@@ -228,6 +232,32 @@ class Search:
             found.setdefault(_key(self._call(s, store, rng)), tuple(script) + (0,) * (
                 len(rng.domains) - len(script)))
             calls += 1
+
+    def _check_deterministic(self, s, store: dict, rng: Outcomes, call: str, lifeline: str,
+                             first) -> None:
+        """The first calls of each action are made again with the same outcomes: one that
+        reads a clock or the global random generator gives another value, and its MSCs
+        would not be its own (``NotDeterministic``, naming it, not a false "complete")."""
+        made = self.checked.get(id(s), 0)
+        if made >= CHECKED_CALLS:
+            return
+        self.checked[id(s)] = made + 1
+        one = _key(first)
+        if isinstance(one, _Unreadable):
+            return
+        for _ in range(5 if made == 0 else 1):  # its first call: a coin read elsewhere, 1/32
+            rng.begin(s.label, call)
+            again = self._call(s, store, rng)
+            other = _key(again)
+            if one != other and not isinstance(other, _Unreadable):
+                break
+        else:
+            return
+        raise NotDeterministic(
+            f"action {s.label!r} on {lifeline} gave {_brief(first)} and then "
+            f"{_brief(again)} for the same draws of its rng: an action must be a function "
+            f"of its variables and rng (does it read a clock, a file, or the random "
+            f"module instead of rng?)")
 
     def _call(self, s, store: dict, rng: Outcomes):
         """What one call gives (a failure as its own kind of value: the real call fails).
@@ -267,7 +297,19 @@ def _key(value) -> object:
     try:
         return _shape(value, 0)
     except Exception:  # noqa: BLE001 - a repr that raises, a value nested too deep
-        return object()
+        return _Unreadable()
+
+
+class _Unreadable:
+    """The key of a value :func:`_key` cannot read: equal to no other."""
+
+
+def _brief(value) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a repr that raises
+        text = f"a {type(value).__name__}"
+    return text if len(text) <= 60 else text[:60] + "..."
 
 
 def _shape(value, depth: int):
