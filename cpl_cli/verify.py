@@ -153,7 +153,8 @@ def _verdict(report, replay: str | None, replayed: str | None) -> str:
 
 def _detectors(report, args) -> list:
     if not report.detectors:
-        return ["none ran (--no-detectors)"]
+        return ["none finished: each raised (see statuses)" if report.statuses.get("error")
+                else "none ran (--no-detectors)"]
     said: list = [f"{name}: fired in {count:,} of {_count(report.mscs, 'MSC')}, first in MSC "
             f"{report.first[name].index:,} (path {report.first[name].path or '(root)'})"
             for name, count in report.fired.items()]

@@ -228,3 +228,16 @@ def test_the_library_refuses_a_bound_no_search_can_have(bound, says):
     import choreo
     with pytest.raises(ValueError, match=says):
         choreo.verify(choreo.load_one(RELAY), **bound)
+
+
+def test_a_detector_that_raises_leaves_its_mscs_unchecked_never_complete(capsys, tmp_path):
+    detector = write(tmp_path, "def broken(trace):\n    raise RuntimeError('a bug')\n",
+                     "mine.py")
+    code, out, _ = cpl(capsys, RELAY, "--no-detectors", "--detect", f"{detector}:broken")
+    assert code == 1
+    assert ": bounded (detector error): the detectors raised on 2 MSCs, the first at path" in out
+    assert "  detectors: none finished: each raised (see statuses)" in out
+    import choreo
+    report = choreo.verify(choreo.load_one(RELAY),
+                           detectors={"mine": lambda trace: 1 / 0})
+    assert not report.complete and report.statuses == {"error": 2}

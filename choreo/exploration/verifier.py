@@ -346,6 +346,11 @@ def _shown(tree: Tree) -> str:
 
 def _report(plan: Plan, inputs: dict, tally: Tally, counterexample,
             wall: float, alike: str | None) -> Verification:
+    if ERROR in tally.statuses:  # those MSCs were run, but not checked
+        _, path, error = tally.failures[ERROR]
+        tally.bounds["detector error"] = (f"the detectors raised on "
+                                          f"{said(tally.statuses[ERROR])}, the first at path "
+                                          f"{path or '(root)'}: {error}")
     bound = next((b for b in BOUNDS if b in tally.bounds), None)
     written = None
     if tally.example is not None and counterexample:
