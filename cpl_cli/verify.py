@@ -15,6 +15,7 @@ import json
 import math
 import os
 import shlex
+import signal
 
 from .arguments import (add_choreography, add_command, add_detect, add_format, add_inputs,
                         add_max_steps)
@@ -38,12 +39,18 @@ def cmd_verify(args) -> int:
     if args.traces is not None:
         _make_folder(args.traces)
     seen: list[str] = []  # the path of each MSC run: a replay's, to say which it ran
-    report = verify(plan, args=args.arg, detectors=detectors, max_steps=args.max_steps,
-                    max_runs=args.max_runs, time_limit=args.time_limit, workers=args.workers,
-                    traces=args.traces, counterexample=args.counterexample,
-                    sample_domains=args.sample_domains, replay=args.replay,
-                    each=(lambda trace: seen.append(trace.meta.get("path", "")))
-                    if args.replay is not None else None, source=source)
+    # SIGTERM stops the search as Ctrl-C does (cli.md: 130), its workers with it
+    was = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        report = verify(plan, args=args.arg, detectors=detectors, max_steps=args.max_steps,
+                        max_runs=args.max_runs, time_limit=args.time_limit,
+                        workers=args.workers, traces=args.traces,
+                        counterexample=args.counterexample,
+                        sample_domains=args.sample_domains, replay=args.replay,
+                        each=(lambda trace: seen.append(trace.meta.get("path", "")))
+                        if args.replay is not None else None, source=source)
+    finally:
+        signal.signal(signal.SIGTERM, was)
     if args.format == "json":
         print(json.dumps(report.to_json()))
     else:  # names, labels and errors may come from user code

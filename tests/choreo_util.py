@@ -43,3 +43,22 @@ def killed_simulation(trace: Path, size: int) -> None:
         time.sleep(0.05)
     process.kill()
     process.wait(timeout=10)
+
+
+def children_of(pid: int) -> set[int]:
+    """The processes ``pid``'s threads started."""
+    found = set()
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.update(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            pass
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

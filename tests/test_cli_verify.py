@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from choreo_util import write
+from choreo_util import alive, children_of, write
 from cpl.trace import load_trace
 from cpl_cli import main
 
@@ -194,7 +194,10 @@ def test_hostile_options_are_one_line_usage_errors(capsys, tmp_path, monkeypatch
     assert not os.listdir(tmp_path)  # nothing written, no --traces folder made
 
 
-def test_ctrl_c_exits_130(tmp_path):
+@pytest.mark.parametrize("kill", [lambda pid: os.killpg(pid, signal.SIGINT),
+                                  lambda pid: os.kill(pid, signal.SIGTERM)],
+                         ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_exits_130(tmp_path, kill):
     started = tmp_path / "started"  # the action's first call leaves it: the search is on
     path = draws(tmp_path, f"open({str(started)!r}, 'a').close() or "
                  "__import__('time').sleep(0.01) or rng.randint(0, 63) + rng.randint(0, 63)")
@@ -207,7 +210,7 @@ def test_ctrl_c_exits_130(tmp_path):
             time.sleep(0.05)
         assert started.exists(), "the search never started"
         time.sleep(0.2)  # into the action's outcomes
-        os.killpg(process.pid, signal.SIGINT)
+        kill(process.pid)
         out, err = process.communicate(timeout=30)
     finally:
         if process.poll() is None:
@@ -241,3 +244,30 @@ def test_a_detector_that_raises_leaves_its_mscs_unchecked_never_complete(capsys,
     report = choreo.verify(choreo.load_one(RELAY),
                            detectors={"mine": lambda trace: 1 / 0})
     assert not report.complete and report.statuses == {"error": 2}
+
+
+def test_sigterm_to_the_search_alone_ends_its_workers_too():
+    """The parent's SIGTERM becomes its Ctrl-C (130), and it ends the workers with SIGTERM,
+    which ends them whatever the parent made of it (they once caught it and went on)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "cpl_cli", "verify", str(ROOT / "examples" / "code_review.py"),
+         "--arg", "rounds=2", "--workers", "2", "--no-detectors"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        children, deadline = set(), time.monotonic() + 60
+        while len(children) < 2 and time.monotonic() < deadline:
+            time.sleep(0.1)
+            children = children_of(process.pid)
+        assert len(children) >= 2, "the workers never started"
+        time.sleep(0.5)  # into their subtrees
+        os.kill(process.pid, signal.SIGTERM)  # the parent alone, as a service manager does
+        out, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    assert process.returncode == 130 and "interrupted" in err and out == "", err
+    deadline = time.monotonic() + 10
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(alive(pid) for pid in children)

@@ -24,7 +24,7 @@ from choreo.exploration.explore import COUNTERS, DEFAULT_MAX_STEPS, PARALLEL_FRO
 from choreo.execution.plan import prepare
 from choreo.execution.schedules import MIXED, SCHEDULES
 from choreo.execution.simulate import Simulator
-from choreo_util import cpl, write
+from choreo_util import alive, children_of, cpl, write
 from cpl.anomalies import detect
 from cpl.trace import load_trace
 from cpl_cli import build_parser, explore as cli_explore
@@ -319,7 +319,7 @@ def test_ctrl_c_exits_130_and_leaves_no_worker(workers):
         children, deadline = set(), time.monotonic() + 20
         while len(children) < wanted and time.monotonic() < deadline:
             time.sleep(0.1)
-            children = _children(process.pid)
+            children = children_of(process.pid)
         assert len(children) >= wanted, "the workers never started"
         time.sleep(1.0)  # well into the runs
         os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
@@ -331,9 +331,9 @@ def test_ctrl_c_exits_130_and_leaves_no_worker(workers):
     assert process.returncode == 130 and "Traceback" not in err, err
     assert "interrupted" in err and out == ""
     deadline = time.monotonic() + 10
-    while any(_alive(pid) for pid in children) and time.monotonic() < deadline:
+    while any(alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not any(_alive(pid) for pid in children)
+    assert not any(alive(pid) for pid in children)
 
 
 def test_a_killed_worker_is_an_error_not_a_hang(tmp_path):
@@ -345,7 +345,7 @@ def test_a_killed_worker_is_an_error_not_a_hang(tmp_path):
         children, deadline = set(), time.monotonic() + 20
         while len(children) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
-            children = _children(process.pid)
+            children = children_of(process.pid)
         assert len(children) >= 2, "the workers never started"
         os.kill(min(children), signal.SIGKILL)
         out, err = process.communicate(timeout=30)
@@ -355,25 +355,6 @@ def test_a_killed_worker_is_an_error_not_a_hang(tmp_path):
             process.wait()
     assert process.returncode == 1 and "Traceback" not in err and out == ""
     assert err.startswith("cpl explore: a worker process ended without its result"), err
-
-
-def _children(pid: int) -> set[int]:
-    """The processes ``pid``'s threads started."""
-    found = set()
-    for task in Path(f"/proc/{pid}/task").glob("*"):
-        try:
-            found.update(int(p) for p in (task / "children").read_text().split())
-        except OSError:
-            pass
-    return found
-
-
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
 
 
 def test_cpl_offers_every_schedule_where_it_applies():

@@ -261,9 +261,11 @@ def _in_workers(search, jobs: list, workers: int, context, shipped, max_runs, de
 
 
 def _start(shipped, deadline) -> None:
-    """A worker's initializer: Ctrl-C is the parent's; a spawned worker builds the search."""
+    """A worker's initializer: Ctrl-C is the parent's, and SIGTERM (the parent's way to end
+    it) ends it whatever the parent made of SIGTERM; a spawned worker builds the search."""
     global _SEARCH, _DEADLINE
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     _DEADLINE = deadline
     if shipped is not None:
         kind, source, inputs, detectors, max_steps, sample, traces = shipped
