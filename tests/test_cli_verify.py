@@ -177,6 +177,7 @@ def test_a_float_draw_makes_the_search_bounded(capsys, tmp_path):
     (["--replay", "\u0661.\u0662"], "give a path as the report prints it"),  # Arabic digits
     (["--replay", "9" * 5000], "'... (5000 characters): give a path"),
     (["--replay", "0.0.0.0.0.0.0.0.0.0.0"], "no MSC at path 0.0.0.0.0.0.0.0.0.0.0"),
+    (["--replay", ".".join(["0"] * 5000)], "... (9999 characters): no MSC at path 0.0.0"),
     (["--counterexample", "."], "--counterexample .: it is a directory"),
     (["--counterexample", "-"], "standard output carries the report"),
     (["--counterexample", "bad.txt"], "give a file ending in .json, .jsonl"),

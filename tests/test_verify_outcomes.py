@@ -88,3 +88,9 @@ def test_an_action_that_is_not_a_function_of_its_rng_is_named(action):
     from choreo.exploration.reduction import NotDeterministic
     with pytest.raises(NotDeterministic, match="action 'draw' on A gave .* for the same draws"):
         choreo.verify(_one_action(action), detectors=None)
+
+
+def test_a_sampled_draw_takes_any_size():
+    report = choreo.verify(_one_action(lambda v, rng: rng.randint(0, 10 ** 400) % 7),
+                           detectors=None, sample_domains=True)
+    assert report.statuses == {"ok": 1} and report.bound == "sampled"

@@ -100,7 +100,12 @@ class Outcomes(random.Random):
                 f"--sample-domains to sample it (the report then says sampled)")
         self.sampled[f"{where} {what} (sampled)"] = None
         self._seed_fallback()
-        return int(random.Random.random(self) * n)  # not self.random(): not unenumerable
+        # seeded bits below n, at any size (a float times n overflows past 1e308); not
+        # self.getrandbits(), which says "not enumerable"
+        while True:
+            drawn = random.Random.getrandbits(self, n.bit_length())
+            if drawn < n:
+                return drawn
 
     # ------------------------------------------------------------ unenumerable draws
 

@@ -72,7 +72,7 @@ def verify(choreography, *, args=(), values: dict | None = None,
         except NotDeterministic as error:
             if replay is None:
                 raise
-            raise NotDeterministic(f"--replay {replay}: {error}") from None
+            raise NotDeterministic(f"--replay {_clipped(replay)}: {error}") from None
     return _report(plan, inputs, tally, counterexample, time.perf_counter() - started,
                    search.alike)
 
@@ -341,7 +341,12 @@ def _parsed(path: str) -> tuple[int, ...]:
 
 
 def _shown(tree: Tree) -> str:
-    return ".".join(str(node[0]) for node in tree.nodes) or "(empty)"
+    return _clipped(".".join(str(node[0]) for node in tree.nodes) or "(empty)")
+
+
+def _clipped(path: str) -> str:
+    """A path in an error, cut short: a --replay may be long."""
+    return path if len(path) <= 60 else f"{path[:60]}... ({len(path)} characters)"
 
 
 def _report(plan: Plan, inputs: dict, tally: Tally, counterexample,
