@@ -11,11 +11,13 @@ found; 2 a usage error, 130 Ctrl-C.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import shlex
 import signal
+import sys
 
 from .arguments import (add_choreography, add_command, add_detect, add_format, add_inputs,
                         add_max_steps)
@@ -33,29 +35,52 @@ def cmd_verify(args) -> int:
     _check_numbers(args)
     _check_outputs(args)
     detectors = detectors_of(args)
-    source = Source(args.choreo, args.name)
-    plan = source.plan()
-    plan.inputs(args.arg, None)  # a bad --arg said before --traces makes a folder
-    if args.traces is not None:
-        _make_folder(args.traces)
     seen: list[str] = []  # the path of each MSC run: a replay's, to say which it ran
-    # SIGTERM stops the search as Ctrl-C does (cli.md: 130), its workers with it
-    was = signal.signal(signal.SIGTERM, signal.default_int_handler)
-    try:
-        report = verify(plan, args=args.arg, detectors=detectors, max_steps=args.max_steps,
-                        max_runs=args.max_runs, time_limit=args.time_limit,
-                        workers=args.workers, traces=args.traces,
-                        counterexample=args.counterexample,
-                        sample_domains=args.sample_domains, replay=args.replay,
-                        each=(lambda trace: seen.append(trace.meta.get("path", "")))
-                        if args.replay is not None else None, source=source)
-    finally:
-        signal.signal(signal.SIGTERM, was)
+    # JSON on standard output is the report alone: what user code prints goes to stderr
+    with _prints_to_stderr() if args.format == "json" else contextlib.nullcontext():
+        source = Source(args.choreo, args.name)
+        plan = source.plan()
+        plan.inputs(args.arg, None)  # a bad --arg said before --traces makes a folder
+        if args.traces is not None:
+            _make_folder(args.traces)
+        # SIGTERM stops the search as Ctrl-C does (cli.md: 130), its workers with it
+        was = signal.signal(signal.SIGTERM, signal.default_int_handler)
+        try:
+            report = verify(plan, args=args.arg, detectors=detectors,
+                            max_steps=args.max_steps, max_runs=args.max_runs,
+                            time_limit=args.time_limit, workers=args.workers,
+                            traces=args.traces, counterexample=args.counterexample,
+                            sample_domains=args.sample_domains, replay=args.replay,
+                            each=(lambda trace: seen.append(trace.meta.get("path", "")))
+                            if args.replay is not None else None, source=source)
+        finally:
+            signal.signal(signal.SIGTERM, was)
     if args.format == "json":
         print(json.dumps(report.to_json()))
     else:  # names, labels and errors may come from user code
         print(for_terminal(text(report, args, seen[0] if seen else None)), end="")
     return report.exit_code
+
+
+@contextlib.contextmanager
+def _prints_to_stderr():
+    """Standard output is standard error meanwhile, for this process (``print``) and for
+    the workers it starts (file descriptor 1), so a choreography's prints keep out of the
+    JSON report."""
+    if sys.stdout is not None:  # None: standard output was closed
+        sys.stdout.flush()
+    try:
+        saved: int | None = os.dup(1)
+        os.dup2(2, 1)
+    except OSError:  # a closed descriptor: this process's prints alone are turned
+        saved = None
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def _check_numbers(args) -> None:

@@ -272,3 +272,14 @@ def test_sigterm_to_the_search_alone_ends_its_workers_too():
     while any(alive(pid) for pid in children) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(alive(pid) for pid in children)
+
+
+def test_the_json_report_is_all_standard_output_has_whatever_user_code_prints(tmp_path):
+    path = draws(tmp_path, "print('drawing') or rng.randint(0, 2)")
+    path.write_text("print('loading')\n" + path.read_text())
+    for workers in ("1", "2"):
+        ran = subprocess.run([sys.executable, "-m", "cpl_cli", "verify", str(path),
+                              "--no-detectors", "--format", "json", "--workers", workers],
+                             capture_output=True, text=True, timeout=120)
+        assert ran.returncode == 0 and json.loads(ran.stdout)["mscs"] == 3, ran.stderr
+        assert "loading" in ran.stderr and "drawing" in ran.stderr
