@@ -62,3 +62,13 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def started_workers(pid: int, wanted: int, seconds: float) -> set[int]:
+    """``pid``'s children once there are ``wanted`` of them (asserted within ``seconds``)."""
+    children, deadline = children_of(pid), time.monotonic() + seconds
+    while len(children) < wanted and time.monotonic() < deadline:
+        time.sleep(0.1)
+        children = children_of(pid)
+    assert len(children) >= wanted, "the workers never started"
+    return children

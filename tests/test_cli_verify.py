@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from choreo_util import alive, children_of, write
+from choreo_util import alive, started_workers, write
 from cpl.trace import load_trace
 from cpl_cli import main
 
@@ -255,11 +255,7 @@ def test_sigterm_to_the_search_alone_ends_its_workers_too():
          "--arg", "rounds=2", "--workers", "2", "--no-detectors"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        children, deadline = set(), time.monotonic() + 60
-        while len(children) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-            children = children_of(process.pid)
-        assert len(children) >= 2, "the workers never started"
+        children = started_workers(process.pid, 2, 60)
         time.sleep(0.5)  # into their subtrees
         os.kill(process.pid, signal.SIGTERM)  # the parent alone, as a service manager does
         out, err = process.communicate(timeout=30)

@@ -24,7 +24,7 @@ from choreo.exploration.explore import COUNTERS, DEFAULT_MAX_STEPS, PARALLEL_FRO
 from choreo.execution.plan import prepare
 from choreo.execution.schedules import MIXED, SCHEDULES
 from choreo.execution.simulate import Simulator
-from choreo_util import alive, children_of, cpl, write
+from choreo_util import alive, cpl, started_workers, write
 from cpl.anomalies import detect
 from cpl.trace import load_trace
 from cpl_cli import build_parser, explore as cli_explore
@@ -316,11 +316,7 @@ def test_ctrl_c_exits_130_and_leaves_no_worker(workers):
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     wanted = workers if workers > 1 else 0  # one worker: the runs are in the process itself
     try:
-        children, deadline = set(), time.monotonic() + 20
-        while len(children) < wanted and time.monotonic() < deadline:
-            time.sleep(0.1)
-            children = children_of(process.pid)
-        assert len(children) >= wanted, "the workers never started"
+        children = started_workers(process.pid, wanted, 20)
         time.sleep(1.0)  # well into the runs
         os.killpg(process.pid, signal.SIGINT)  # as a terminal's Ctrl-C: the whole group
         out, err = process.communicate(timeout=30)
@@ -342,11 +338,7 @@ def test_a_killed_worker_is_an_error_not_a_hang(tmp_path):
          "--workers", "2", "--no-detectors"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        children, deadline = set(), time.monotonic() + 20
-        while len(children) < 2 and time.monotonic() < deadline:
-            time.sleep(0.1)
-            children = children_of(process.pid)
-        assert len(children) >= 2, "the workers never started"
+        children = started_workers(process.pid, 2, 20)
         os.kill(min(children), signal.SIGKILL)
         out, err = process.communicate(timeout=30)
     finally:
