@@ -15,7 +15,6 @@ the values are walked recursively later (copies, traces, comparisons).
 from __future__ import annotations
 
 import copy
-
 import json
 import math
 from typing import Iterable, Mapping

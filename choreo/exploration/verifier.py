@@ -35,7 +35,7 @@ from .reduction import Blocked, NotDeterministic, Reduction, Tree
 from .verification import BOUNDS, Counterexample, said, Tally, Verification
 
 CATALOG = "catalog"  # detectors=CATALOG: cpl.anomalies.detect, the catalog's
-CHECKED_CALLS = 8  # the first calls of each action made again (the first five times)
+CHECKED_CALLS = 8  # calls of each action checked: its first made again 5 times, the rest once
 
 
 def verify(choreography, *, args=(), values: dict | None = None,
@@ -98,7 +98,7 @@ class Search:
         self.alike = alike_in_parallel(plan)
         self.seen: set[bytes] | None = None if self.alike is None else set()
         self.wait = None  # an Awaiter for async actions' outcomes, made on first need
-        self.checked: dict[int, int] = {}  # an action statement's id -> its calls made twice
+        self.checked: dict[int, int] = {}  # an action statement's id -> its calls checked
         self.tree = Tree()
 
     def run(self, tree: Tree, max_runs: int | None, deadline: float | None,
